@@ -1,0 +1,32 @@
+// Package inflight keeps the state that exactly-once delivery depends on: per-session packet
+// identifier tables for both directions, the outbound id allocator, and the durable journal that
+// makes them survive a crash.
+//
+// # What is durable, and when
+//
+// The in-memory tables are the working copy. Every change to durable state is described as a Batch
+// and handed to the Journal with Submit. One committer goroutine applies every batch that is waiting
+// in a single bbolt transaction, syncs once (group commit), and then calls each batch's done
+// callback in submission order. A caller sends the acknowledgement that a batch promises (PUBREC,
+// PUBACK, PUBREL, CONNACK, an outbound PUBLISH) from that callback, so that:
+//
+//   - PUBREC for a new QoS 2 PUBLISH is sent only after the inbound id and the fan-out are committed;
+//   - PUBCOMP is sent only after the inbound id is removed;
+//   - an outbound PUBLISH is sent only after its id and message are recorded;
+//   - PUBREL is sent only after the outbound id is recorded as "PUBREL sent".
+//
+// Submit keeps order: batches are applied in the order they were submitted, and callers submit while
+// still holding the lock under which they changed the in-memory state, so the journal's order is the
+// in-memory order. A batch is atomic: all of it is committed or none.
+//
+// With Options.NoSync the commit is written to the OS page cache but not synced: every promise holds
+// against a crash of the process, none against a power loss.
+//
+// # Failure
+//
+// If a commit fails, every batch in it gets the error, none is acknowledged, and the journal is
+// failed: every later Submit gets ErrFailed (wrapping the first error) without touching the file.
+// The broker then refuses new QoS 1 and 2 work. A restart recovers the last committed state.
+//
+// The hot path never reads bbolt: the file is read only by Open, to rebuild the state.
+package inflight

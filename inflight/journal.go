@@ -1,0 +1,49 @@
+package inflight
+
+import (
+	"errors"
+	"log/slog"
+)
+
+// ErrFailed is returned (wrapped around the first error) by every Submit after a commit failed.
+var ErrFailed = errors.New("inflight: journal failed")
+
+// ErrClosed is returned by Submit after Close.
+var ErrClosed = errors.New("inflight: journal closed")
+
+// Options configures Open. A nil *Options means the defaults.
+type Options struct {
+	// NoSync skips the sync after each commit (bbolt NoSync): safe against a process crash, not
+	// against power loss.
+	NoSync bool
+	// Logger receives recovery and failure messages; nil means slog.Default().
+	Logger *slog.Logger
+	// Now returns the current time in unix nanoseconds; nil means time.Now. Tests shift it.
+	Now func() int64
+}
+
+// Recovered is the durable state read by Open, for the session layer to rebuild its working copy.
+type Recovered struct {
+	Sessions []RecoveredSession
+	Retained []*Message
+	// Messages referenced by the sessions, by Seq. Each has its reference count set to the number
+	// of durable entries that refer to it.
+	Messages map[uint64]*Message
+	// Expired counts sessions removed at start-up because their expiry passed while the broker
+	// was down.
+	Expired int
+}
+
+// RecoveredSession is one session with everything keyed by its client id.
+type RecoveredSession struct {
+	Record        SessionRecord
+	Subscriptions []SubscriptionRecord
+	Inbound       []InboundRecord  // any order
+	Outbound      []OutboundRecord // sorted by Order
+	Queue         []QueuedRecord   // sorted by Order
+}
+
+// Journal is the durable image of the in-flight state: one bbolt file and one committer goroutine.
+type Journal struct {
+	// implemented in store.go / committer.go
+}

@@ -1,0 +1,46 @@
+package inflight
+
+import (
+	"sync/atomic"
+
+	"github.com/mochi-mqtt/server/v2/packets"
+)
+
+// Message is an application message as the broker owns it after accepting a PUBLISH. It is stored
+// once (bucket msgs, key Seq) and referenced by the queue and outbound entries of every durable
+// session it was routed to.
+type Message struct {
+	Seq        uint64             // journal-wide sequence, the key in bucket msgs; assigned by Journal.NextSeq
+	Topic      string             // the full topic name (never an alias)
+	Payload    []byte             // owned copy
+	QoS        byte               // QoS it was published with
+	Retain     bool               // retain flag it was published with
+	Properties packets.Properties // PUBLISH properties to forward (5.0): user properties, content type...
+	Created    int64              // unix nanoseconds when the broker accepted it
+	ExpiresAt  int64              // unix nanoseconds after which it is no longer delivered; 0 never
+
+	refs    atomic.Int32 // durable references (queue and outbound entries of durable sessions)
+	written atomic.Bool  // a PutMessage for it has been submitted and not deleted
+}
+
+// Ref counts one more durable reference. It reports whether the message still has to be written,
+// that is whether this is the first durable reference and the caller must add PutMessage to its
+// batch.
+func (m *Message) Ref() (mustWrite bool) {
+	m.refs.Add(1)
+	return m.written.CompareAndSwap(false, true)
+}
+
+// Unref drops one durable reference. It reports whether that was the last one, in which case the
+// caller must add DeleteMessage to its batch.
+func (m *Message) Unref() (mustDelete bool) {
+	if m.refs.Add(-1) > 0 {
+		return false
+	}
+	return m.written.CompareAndSwap(true, false)
+}
+
+// Expired reports whether the message's expiry has passed at now (unix nanoseconds).
+func (m *Message) Expired(now int64) bool {
+	return m.ExpiresAt != 0 && now >= m.ExpiresAt
+}
