@@ -3,6 +3,10 @@ package inflight
 import (
 	"errors"
 	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // ErrFailed is returned (wrapped around the first error) by every Submit after a commit failed.
@@ -46,4 +50,30 @@ type RecoveredSession struct {
 // Journal is the durable image of the in-flight state: one bbolt file and one committer goroutine.
 type Journal struct {
 	// implemented in store.go / committer.go
+
+	path string
+	db   *bolt.DB
+	log  *slog.Logger
+	seq  atomic.Uint64 // last message sequence handed out
+
+	mu         sync.Mutex  // guards following
+	pending    []submitted // submitted, not yet taken by the committer
+	closed     bool        // Close was called; Submit queues on afterClose
+	afterClose []submitted // submitted after Close, answered ErrClosed by a drainer
+	draining   bool        // a drainer goroutine owns afterClose
+
+	spare   []submitted   // committer only: the previous round's slice, reused
+	wake    chan struct{} // capacity 1: something was submitted, or Close
+	stopped chan struct{} // closed when the committer goroutine has returned
+
+	failure atomic.Pointer[error] // ErrFailed wrapping the first commit error; nil while healthy
+
+	closeOnce sync.Once
+	closeErr  error
+
+	commits, batches, ops atomic.Uint64 // see Stats
+
+	// failCommit, when set (by tests, before the first Submit), is called inside every commit
+	// transaction before the changes are applied; an error makes the commit fail.
+	failCommit func() error
 }

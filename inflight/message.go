@@ -44,3 +44,10 @@ func (m *Message) Unref() (mustDelete bool) {
 func (m *Message) Expired(now int64) bool {
 	return m.ExpiresAt != 0 && now >= m.ExpiresAt
 }
+
+// Clone returns a copy of m's fields with no references; Seq is kept, the caller usually replaces
+// it. The payload and properties are shared: messages are immutable once accepted.
+func (m *Message) Clone() *Message {
+	return &Message{Seq: m.Seq, Topic: m.Topic, Payload: m.Payload, QoS: m.QoS, Retain: m.Retain,
+		Properties: m.Properties, Created: m.Created, ExpiresAt: m.ExpiresAt}
+}

@@ -22,8 +22,8 @@ type SessionRecord struct {
 
 // Will is the will message kept with a session [MQTT-3.1.2-7].
 type Will struct {
-	Message  *Message // Seq is 0: a will is stored inline, not in bucket msgs
-	Delay    uint32   // Will Delay Interval, seconds
+	Message *Message // Seq is 0: a will is stored inline, not in bucket msgs
+	Delay   uint32   // Will Delay Interval, seconds
 }
 
 // SubscriptionRecord is one subscription of a session, bucket subs, key client id, filter.

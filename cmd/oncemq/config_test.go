@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"log/slog"
+	"strings"
+	"testing"
+)
+
+func envOf(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func defaults() serveConfig {
+	return serveConfig{Listen: "127.0.0.1:1883", DataDir: "./data", Sync: "always", LogLevel: slog.LevelInfo, MaxQueued: 10000}
+}
+
+func TestParseServeConfig(t *testing.T) {
+	with := func(f func(*serveConfig)) serveConfig { c := defaults(); f(&c); return c }
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want serveConfig
+	}{
+		{"defaults", nil, nil, defaults()},
+		{"empty env is unset", nil, map[string]string{"ONCEMQ_LISTEN": "", "ONCEMQ_SYNC": "", "ONCEMQ_MAX_QUEUED": ""}, defaults()},
+		{"unrelated env", nil, map[string]string{"LISTEN": ":1", "ONCEMQ_OTHER": "x"}, defaults()},
+
+		{"env listen", nil, map[string]string{"ONCEMQ_LISTEN": ":1883"}, with(func(c *serveConfig) { c.Listen = ":1883" })},
+		{"env data", nil, map[string]string{"ONCEMQ_DATA": "/data"}, with(func(c *serveConfig) { c.DataDir = "/data" })},
+		{"env sync", nil, map[string]string{"ONCEMQ_SYNC": "none"}, with(func(c *serveConfig) { c.Sync = "none" })},
+		{"env log level", nil, map[string]string{"ONCEMQ_LOG_LEVEL": "debug"}, with(func(c *serveConfig) { c.LogLevel = slog.LevelDebug })},
+		{"env log level upper case", nil, map[string]string{"ONCEMQ_LOG_LEVEL": "WARN"}, with(func(c *serveConfig) { c.LogLevel = slog.LevelWarn })},
+		{"env max queued", nil, map[string]string{"ONCEMQ_MAX_QUEUED": "5"}, with(func(c *serveConfig) { c.MaxQueued = 5 })},
+		{"env value trimmed", nil, map[string]string{"ONCEMQ_SYNC": " none\n"}, with(func(c *serveConfig) { c.Sync = "none" })},
+
+		{"flag listen", []string{"--listen", "[::1]:0"}, nil, with(func(c *serveConfig) { c.Listen = "[::1]:0" })},
+		{"flag data", []string{"--data=/var/lib/oncemq"}, nil, with(func(c *serveConfig) { c.DataDir = "/var/lib/oncemq" })},
+		{"flag sync", []string{"-sync", "none"}, nil, with(func(c *serveConfig) { c.Sync = "none" })},
+		{"flag log level", []string{"--log-level", "error"}, nil, with(func(c *serveConfig) { c.LogLevel = slog.LevelError })},
+		{"flag max queued", []string{"--max-queued=1"}, nil, with(func(c *serveConfig) { c.MaxQueued = 1 })},
+		{"flag given twice, last wins", []string{"--sync", "none", "--sync", "always"}, nil, defaults()},
+		{"all flags", []string{"--listen", "0.0.0.0:1884", "--data", "d", "--sync", "none", "--log-level", "warn", "--max-queued", "7"}, nil,
+			serveConfig{Listen: "0.0.0.0:1884", DataDir: "d", Sync: "none", LogLevel: slog.LevelWarn, MaxQueued: 7}},
+
+		{"flags beat env",
+			[]string{"--listen", ":2", "--data", "f", "--sync", "always", "--log-level", "info", "--max-queued", "3"},
+			map[string]string{"ONCEMQ_LISTEN": ":1", "ONCEMQ_DATA": "e", "ONCEMQ_SYNC": "none", "ONCEMQ_LOG_LEVEL": "debug", "ONCEMQ_MAX_QUEUED": "9"},
+			serveConfig{Listen: ":2", DataDir: "f", Sync: "always", LogLevel: slog.LevelInfo, MaxQueued: 3}},
+		{"flag beats env, others from env",
+			[]string{"--sync", "always"},
+			map[string]string{"ONCEMQ_SYNC": "none", "ONCEMQ_DATA": "e"},
+			with(func(c *serveConfig) { c.DataDir = "e" })},
+		{"bad env overridden by its flag is ignored",
+			[]string{"--sync", "none", "--max-queued", "2"},
+			map[string]string{"ONCEMQ_SYNC": "fsync", "ONCEMQ_MAX_QUEUED": "lots"},
+			with(func(c *serveConfig) { c.Sync = "none"; c.MaxQueued = 2 })},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseServeConfig(tt.args, envOf(tt.env))
+			if err != nil {
+				t.Fatalf("parseServeConfig(%q) error: %v", tt.args, err)
+			}
+			if got != tt.want {
+				t.Errorf("parseServeConfig(%q)\n got  %+v\n want %+v", tt.args, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseServeConfigErrors(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		env      map[string]string
+		mentions []string // the error must contain each
+	}{
+		{"unknown sync flag", []string{"--sync", "fsync"}, nil, []string{"--sync", `"fsync"`}},
+		{"sync is case-sensitive", []string{"--sync=ALWAYS"}, nil, []string{"--sync", `"ALWAYS"`}},
+		{"bad log level flag", []string{"--log-level", "verbose"}, nil, []string{"--log-level", `"verbose"`}},
+		{"max queued not a number", []string{"--max-queued", "ten"}, nil, []string{"--max-queued", `"ten"`}},
+		{"max queued zero", []string{"--max-queued", "0"}, nil, []string{"--max-queued", `"0"`}},
+		{"max queued negative", []string{"--max-queued=-5"}, nil, []string{"--max-queued", `"-5"`}},
+		{"max queued overflow", []string{"--max-queued", "99999999999999999999"}, nil, []string{"--max-queued", `"99999999999999999999"`}},
+		{"listen without port", []string{"--listen", "localhost"}, nil, []string{"--listen", `"localhost"`}},
+		{"listen empty port", []string{"--listen", "localhost:"}, nil, []string{"--listen", `"localhost:"`}},
+		{"listen port not a number", []string{"--listen", ":mqtt"}, nil, []string{"--listen", `":mqtt"`}},
+		{"listen port too big", []string{"--listen", ":65536"}, nil, []string{"--listen", `":65536"`}},
+		{"empty data", []string{"--data", ""}, nil, []string{"--data", `""`}},
+		{"value with a dash", []string{"--sync", "a -b"}, nil, []string{"--sync", `"a -b"`}},
+		{"unknown flag", []string{"--port", "1883"}, nil, []string{"unknown flag", "--port"}},
+		{"unknown single-dash flag", []string{"-v"}, nil, []string{"unknown flag", "-v"}},
+		{"flag without value", []string{"--data"}, nil, []string{"--data", "needs a value"}},
+		{"positional argument", []string{"stray"}, nil, []string{"unexpected argument", `"stray"`}},
+		{"positional after flags", []string{"--sync", "none", "extra"}, nil, []string{"unexpected argument", `"extra"`}},
+		{"subcommand after flags", []string{"--sync", "none", "serve"}, nil, []string{"unexpected argument", `"serve"`}},
+
+		{"bad env listen", nil, map[string]string{"ONCEMQ_LISTEN": "1883"}, []string{"ONCEMQ_LISTEN", `"1883"`}},
+		{"bad env sync", nil, map[string]string{"ONCEMQ_SYNC": "sometimes"}, []string{"ONCEMQ_SYNC", `"sometimes"`}},
+		{"bad env log level", nil, map[string]string{"ONCEMQ_LOG_LEVEL": "trace"}, []string{"ONCEMQ_LOG_LEVEL", `"trace"`}},
+		{"bad env max queued", nil, map[string]string{"ONCEMQ_MAX_QUEUED": "1e4"}, []string{"ONCEMQ_MAX_QUEUED", `"1e4"`}},
+		{"bad env max queued zero", nil, map[string]string{"ONCEMQ_MAX_QUEUED": "0"}, []string{"ONCEMQ_MAX_QUEUED", `"0"`}},
+		{"bad env not overridden by another flag", []string{"--sync", "none"}, map[string]string{"ONCEMQ_LOG_LEVEL": "loud"},
+			[]string{"ONCEMQ_LOG_LEVEL", `"loud"`}},
+		{"bad flag reported before bad env", []string{"--sync", "x"}, map[string]string{"ONCEMQ_LOG_LEVEL": "loud"},
+			[]string{"--sync", `"x"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseServeConfig(tt.args, envOf(tt.env))
+			if err == nil {
+				t.Fatalf("parseServeConfig(%q) = %+v, want an error", tt.args, got)
+			}
+			msg := err.Error()
+			if strings.Contains(msg, "\n") {
+				t.Errorf("error is not one line: %q", msg)
+			}
+			for _, m := range tt.mentions {
+				if !strings.Contains(msg, m) {
+					t.Errorf("error %q does not mention %s", msg, m)
+				}
+			}
+		})
+	}
+}
+
+func TestParseServeConfigHelp(t *testing.T) {
+	for _, arg := range []string{"-h", "--help", "-help"} {
+		if _, err := parseServeConfig([]string{"--sync", "none", arg}, envOf(nil)); !errors.Is(err, flag.ErrHelp) {
+			t.Errorf("parseServeConfig(%q) error = %v, want flag.ErrHelp", arg, err)
+		}
+	}
+}
+
+func TestServeUsageListsEveryOption(t *testing.T) {
+	var b bytes.Buffer
+	writeServeUsage(&b)
+	for _, o := range serveOptions {
+		for _, s := range []string{"--" + o.flag, "$" + o.env, "default " + o.def} {
+			if !strings.Contains(b.String(), s) {
+				t.Errorf("usage lacks %q:\n%s", s, b.String())
+			}
+		}
+	}
+}

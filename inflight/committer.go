@@ -1,0 +1,234 @@
+package inflight
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// submitted is one Submit waiting for its commit.
+type submitted struct {
+	batch *Batch
+	done  func(error)
+}
+
+// Stats counts the journal's work since Open; Batches/Commits is how well group commit is doing.
+type Stats struct {
+	Commits uint64 // bbolt transactions committed (each one sync unless NoSync)
+	Batches uint64 // batches committed, including empty ones
+	Ops     uint64 // changes committed
+}
+
+// Stats returns the counters so far.
+func (j *Journal) Stats() Stats {
+	return Stats{Commits: j.commits.Load(), Batches: j.batches.Load(), Ops: j.ops.Load()}
+}
+
+// NextSeq returns a new message sequence, larger than any in the file at Open and any returned
+// before. Callers call it under their own lock, so that sequences follow their order; it is atomic
+// anyway.
+func (j *Journal) NextSeq() uint64 {
+	return j.seq.Add(1)
+}
+
+// Err returns nil, or ErrFailed wrapping the first commit error once the journal has failed.
+func (j *Journal) Err() error {
+	if p := j.failure.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Submit hands b to the committer and returns at once: it never waits for the disk, because
+// callers hold the locks under which they changed the in-memory state. done, if not nil, is called
+// from the committer goroutine once b is committed (nil) or cannot be (the error), after the done of
+// every batch submitted before. b may be nil or empty: done then runs once everything submitted
+// before is committed.
+//
+// b must not be changed after Submit.
+func (j *Journal) Submit(b *Batch, done func(error)) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	s := submitted{batch: b, done: done}
+	if j.closed {
+		// Answered by a goroutine of its own, not here: the caller holds locks that done may take.
+		j.afterClose = append(j.afterClose, s)
+		if !j.draining {
+			j.draining = true
+			go j.drainClosed()
+		}
+		return
+	}
+	j.pending = append(j.pending, s)
+	select {
+	case j.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Close stops accepting batches, commits what was submitted before, waits for the committer and
+// closes the file. It returns nil only if every batch submitted before it was committed. Later
+// calls return the same result.
+func (j *Journal) Close() error {
+	j.closeOnce.Do(func() {
+		j.mu.Lock()
+		j.closed = true
+		j.mu.Unlock()
+		select {
+		case j.wake <- struct{}{}:
+		default:
+		}
+		<-j.stopped
+		var closeErr error
+		if err := j.db.Close(); err != nil {
+			closeErr = fmt.Errorf("close %s: %w", j.path, err)
+		}
+		j.closeErr = errors.Join(j.Err(), closeErr)
+	})
+	return j.closeErr
+}
+
+// run is the committer goroutine: it takes every batch waiting, commits them in one transaction
+// and answers them in order, until Close.
+func (j *Journal) run() {
+	defer close(j.stopped)
+	for {
+		j.mu.Lock()
+		for len(j.pending) == 0 && !j.closed {
+			j.mu.Unlock()
+			<-j.wake
+			j.mu.Lock()
+		}
+		round := j.pending
+		j.pending = j.spare[:0]
+		closed := j.closed
+		j.mu.Unlock()
+
+		j.process(round)
+		clear(round) // drop the batches and callbacks for the collector
+		j.spare = round[:0]
+		if closed {
+			return
+		}
+	}
+}
+
+// process commits one round and calls its done callbacks in submission order.
+func (j *Journal) process(round []submitted) {
+	if len(round) == 0 {
+		return
+	}
+	if err := j.Err(); err != nil {
+		answer(round, err)
+		return
+	}
+	ops := 0
+	var invalid map[int]error
+	for i, s := range round {
+		if s.batch == nil || len(s.batch.ops) == 0 {
+			continue
+		}
+		if err := s.batch.validate(); err != nil {
+			if invalid == nil {
+				invalid = make(map[int]error)
+			}
+			invalid[i] = err
+			j.log.Error("inflight: batch refused", slog.Any("error", err))
+			continue
+		}
+		ops += len(s.batch.ops)
+	}
+	var err error
+	if ops > 0 {
+		err = j.commit(round, invalid)
+		if err != nil {
+			err = j.fail(err)
+		} else {
+			j.commits.Add(1)
+		}
+	}
+	if err == nil {
+		j.batches.Add(uint64(len(round) - len(invalid)))
+		j.ops.Add(uint64(ops))
+	}
+	for i, s := range round {
+		if s.done == nil {
+			continue
+		}
+		if e, ok := invalid[i]; ok {
+			s.done(e)
+		} else {
+			s.done(err)
+		}
+	}
+}
+
+// commit applies the valid batches of a round in one bbolt transaction, which bbolt syncs unless
+// NoSync. A panic in bbolt is a failed commit.
+func (j *Journal) commit(round []submitted, invalid map[int]error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("commit panicked: %v", r)
+		}
+	}()
+	return j.db.Update(func(tx *bolt.Tx) error {
+		if j.failCommit != nil {
+			if err := j.failCommit(); err != nil {
+				return err
+			}
+		}
+		bk, err := txBuckets(tx)
+		if err != nil {
+			return err
+		}
+		for i, s := range round {
+			if s.batch == nil || invalid[i] != nil {
+				continue
+			}
+			for k := range s.batch.ops {
+				if err := bk.apply(&s.batch.ops[k]); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// fail records the first commit error and returns what every batch gets from now on.
+func (j *Journal) fail(cause error) error {
+	failure := fmt.Errorf("%w: commit to %s: %w", ErrFailed, j.path, cause)
+	if j.failure.CompareAndSwap(nil, &failure) {
+		j.log.Error("inflight: journal failed: refusing further changes until restart",
+			slog.String("path", j.path), slog.Any("error", cause))
+	}
+	return j.Err()
+}
+
+// drainClosed answers the batches submitted after Close with ErrClosed, in order, after the
+// committer has answered everything submitted before.
+func (j *Journal) drainClosed() {
+	<-j.stopped
+	for {
+		j.mu.Lock()
+		batch := j.afterClose
+		j.afterClose = nil
+		if len(batch) == 0 {
+			j.draining = false
+			j.mu.Unlock()
+			return
+		}
+		j.mu.Unlock()
+		answer(batch, ErrClosed)
+	}
+}
+
+func answer(round []submitted, err error) {
+	for _, s := range round {
+		if s.done != nil {
+			s.done(err)
+		}
+	}
+}

@@ -1,0 +1,138 @@
+package inflight
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// lockTimeout bounds the wait for the file lock, so that a second broker on the same file fails
+// with a clear message instead of hanging.
+const lockTimeout = time.Second
+
+// Open opens the journal file at path, creating it and its directory if missing, and reads the
+// durable state back. Sessions whose expiry passed while the broker was down are removed first, and
+// sessions that were connected when it stopped are marked disconnected now, so that their expiry
+// counts from the restart.
+//
+// Open fails, never returning an empty state, when the file is locked by another process or is not
+// a journal this build can read: starting empty would drop every message already acknowledged.
+func Open(path string, opts *Options) (*Journal, *Recovered, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = func() int64 { return time.Now().UnixNano() }
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, nil, fmt.Errorf("open %s: create directory: %w", path, err)
+	}
+	db, err := openBolt(path, o.NoSync)
+	if err != nil {
+		return nil, nil, err
+	}
+	j := &Journal{
+		path:    path,
+		db:      db,
+		log:     o.Logger,
+		wake:    make(chan struct{}, 1),
+		stopped: make(chan struct{}),
+	}
+	rec, lastSeq, err := j.recover(o.Now())
+	if err != nil {
+		closeQuietly(db)
+		return nil, nil, err
+	}
+	j.seq.Store(lastSeq)
+	go j.run()
+	return j, rec, nil
+}
+
+// openBolt opens the bbolt file. bbolt can panic on a damaged file (it walks the pages to rebuild
+// the free list, since the free list is not synced); the panic is turned into an error, and the file
+// bbolt opened is closed so that its lock is released.
+func openBolt(path string, noSync bool) (db *bolt.DB, err error) {
+	var file *os.File
+	bo := &bolt.Options{
+		Timeout:        lockTimeout,
+		NoSync:         noSync,
+		NoFreelistSync: true,
+		FreelistType:   bolt.FreelistMapType,
+		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
+			f, err := os.OpenFile(name, flag, perm)
+			file = f
+			return f, err
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			if file != nil {
+				_ = file.Close()
+			}
+			db = nil
+			err = fmt.Errorf("open %s: %w: bbolt panicked reading it: %v", path, ErrCorrupt, r)
+		}
+	}()
+	db, err = bolt.Open(path, 0o600, bo)
+	switch {
+	case err == nil:
+		return db, nil
+	case errors.Is(err, bolt.ErrTimeout):
+		return nil, fmt.Errorf("open %s: data file is in use by another process (is another oncemq running?): %w", path, err)
+	case errors.Is(err, bolt.ErrInvalid), errors.Is(err, bolt.ErrVersionMismatch), errors.Is(err, bolt.ErrChecksum):
+		return nil, fmt.Errorf("open %s: %w: not a readable bbolt file: %w", path, ErrCorrupt, err)
+	default:
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+}
+
+// closeQuietly closes a database that failed recovery; a panic there is as good as closed.
+func closeQuietly(db *bolt.DB) {
+	defer func() { _ = recover() }()
+	_ = db.Close()
+}
+
+// initBuckets creates the buckets of a new file and checks the format version of an existing one.
+// A file with buckets but no format version was not written by oncemq.
+func initBuckets(tx *bolt.Tx) error {
+	if meta := tx.Bucket(bucketMeta); meta != nil {
+		v := meta.Get(keyFormat)
+		if len(v) != 1 {
+			return fmt.Errorf("bucket meta: %w: format version missing", ErrCorrupt)
+		}
+		if v[0] != formatVersion {
+			return fmt.Errorf("bucket meta: %w: format version %d unknown (this build reads %d)", ErrCorrupt, v[0], formatVersion)
+		}
+	} else {
+		foreign := false
+		_ = tx.ForEach(func([]byte, *bolt.Bucket) error {
+			foreign = true
+			return nil
+		})
+		if foreign {
+			return fmt.Errorf("%w: a bbolt file, but not an oncemq journal (no meta bucket)", ErrCorrupt)
+		}
+		meta, err := tx.CreateBucket(bucketMeta)
+		if err != nil {
+			return fmt.Errorf("create bucket meta: %w", err)
+		}
+		if err := meta.Put(keyFormat, []byte{formatVersion}); err != nil {
+			return fmt.Errorf("write format version: %w", err)
+		}
+	}
+	for _, name := range allBuckets {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return fmt.Errorf("create bucket %s: %w", name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,72 @@
+package mqtt
+
+import (
+	"errors"
+	"time"
+
+	"github.com/mochi-mqtt/server/v2/packets"
+	"github.com/oncemq/oncemq/inflight"
+	"github.com/oncemq/oncemq/session"
+	"github.com/oncemq/oncemq/session/topic"
+)
+
+// topicAliasMaximum is the number of inbound topic aliases a 5.0 client may use.
+const topicAliasMaximum = 64
+
+// handlePublish validates a PUBLISH, resolves its topic alias and hands the message to the broker.
+func (c *conn) handlePublish(pk *packets.Packet) error {
+	aliasMax := uint16(0)
+	if c.version == 5 {
+		aliasMax = topicAliasMaximum
+	}
+	if code := pk.PublishValidate(aliasMax); code != packets.CodeSuccess {
+		// id 0 on QoS > 0 [MQTT-2.2.1-3], wildcards in the name [MQTT-3.3.2-2], alias out of range
+		// [MQTT-3.3.2-9]: protocol errors that close the connection.
+		return &protocolError{code: code.Code, msg: "invalid PUBLISH: " + code.Reason}
+	}
+	name := pk.TopicName
+	if alias := pk.Properties.TopicAlias; alias > 0 {
+		if c.aliases == nil {
+			c.aliases = make(map[uint16]string)
+		}
+		if name != "" {
+			c.aliases[alias] = name
+		} else if name = c.aliases[alias]; name == "" {
+			return protocolViolation("unknown topic alias") // [MQTT-3.3.2-12]
+		}
+	}
+	if !topic.ValidName(name) {
+		return &protocolError{code: 0x90, msg: "invalid topic name"}
+	}
+	if c.version == 5 && pk.Properties.PayloadFormatFlag && pk.Properties.PayloadFormat > 1 {
+		return protocolViolation("payload format indicator > 1")
+	}
+
+	props := pk.Properties
+	props.TopicAlias, props.TopicAliasFlag = 0, false
+	now := time.Now().UnixNano()
+	m := &inflight.Message{
+		Topic:      name,
+		Payload:    pk.Payload, // the packet's own buffer, never reused
+		QoS:        pk.FixedHeader.Qos,
+		Retain:     pk.FixedHeader.Retain,
+		Properties: props,
+		Created:    now,
+	}
+	if props.MessageExpiryInterval > 0 {
+		m.ExpiresAt = now + int64(props.MessageExpiryInterval)*int64(time.Second)
+	}
+
+	quota := c.srv.cfg.ReceiveMaximum - int(c.qos1Pending.Load())
+	if m.QoS == 1 {
+		if quota-c.srv.broker.InboundInFlight(c.sess) <= 0 {
+			return &protocolError{code: 0x93, msg: "receive maximum exceeded"} // [MQTT-3.3.4-8]
+		}
+		c.qos1Pending.Add(1)
+	}
+	err := c.srv.broker.Publish(c.sess, c, m, pk.PacketID, quota)
+	if errors.Is(err, session.ErrReceiveMaximumExceeded) {
+		return &protocolError{code: 0x93, msg: "receive maximum exceeded"}
+	}
+	return err
+}

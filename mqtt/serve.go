@@ -1,0 +1,169 @@
+package mqtt
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"runtime/debug"
+	"time"
+
+	"github.com/mochi-mqtt/server/v2/packets"
+	"github.com/oncemq/oncemq/session"
+)
+
+// serve runs the connection's reader: CONNECT, then one packet at a time until the connection ends.
+// A panic here closes this connection only [net/http conn.serve does the same].
+func (c *conn) serve() {
+	go c.writeLoop()
+	var (
+		publishWill = true // an abnormal end publishes the will [MQTT-3.1.2-8]
+		newExpiry   *uint32
+	)
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error("panic in connection; closing it", slog.Any("panic", r), slog.String("stack", string(debug.Stack())))
+			c.Close(0x80)
+		}
+		if c.sess != nil && !c.srv.shuttingDown.Load() {
+			c.srv.broker.Disconnected(c.sess, c, publishWill, newExpiry)
+		}
+		c.Close(0)
+		<-c.writerDone
+	}()
+
+	if err := c.connect(); err != nil {
+		c.logEnd(err)
+		if c.version == 5 && c.sess == nil && reasonOf(err) >= 0x80 && !errors.Is(err, errConnectRefused) {
+			var pe *protocolError
+			if errors.As(err, &pe) || isCodecError(err) {
+				// A malformed CONNECT from a 5.0 client: CONNACK with the reason [MQTT-3.1.4-1].
+				c.sendConnack(reasonOf(err), false, packets.Properties{})
+			}
+		}
+		c.Close(0)
+		return
+	}
+	for {
+		deadline := time.Time{}
+		if c.keepAlive > 0 {
+			deadline = time.Now().Add(c.keepAlive)
+		}
+		_ = c.nc.SetReadDeadline(deadline)
+		pk, err := readPacket(c.br, c.version, c.srv.cfg.MaxPacketSize)
+		if err == nil {
+			err = c.handle(&pk)
+		}
+		if errors.Is(err, errDisconnect) {
+			publishWill = pk.ReasonCode == 0x04 // DISCONNECT with Will Message
+			if pk.Properties.SessionExpiryIntervalFlag {
+				v := pk.Properties.SessionExpiryInterval
+				newExpiry = &v
+			}
+			return
+		}
+		if err != nil {
+			c.logEnd(err)
+			var ne net.Error
+			switch {
+			case errors.As(err, &ne) && ne.Timeout():
+				c.Close(0x8D) // keep alive timeout [MQTT-3.1.2-22]
+			case isNetworkEnd(err):
+				c.Close(0)
+			default:
+				c.Close(reasonOf(err)) // [MQTT-4.13.1-1]
+			}
+			return
+		}
+	}
+}
+
+func isNetworkEnd(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+func isCodecError(err error) bool {
+	var code packets.Code
+	return errors.As(err, &code)
+}
+
+func (c *conn) logEnd(err error) {
+	if isNetworkEnd(err) {
+		c.log.Debug("connection ended", slog.Any("err", err))
+		return
+	}
+	c.log.Info("closing connection", slog.Any("err", err))
+}
+
+// errDisconnect: the client sent a valid DISCONNECT.
+var errDisconnect = errors.New("client disconnected")
+
+// handle dispatches one packet received after CONNECT.
+func (c *conn) handle(pk *packets.Packet) error {
+	switch pk.FixedHeader.Type {
+	case packets.Publish:
+		return c.handlePublish(pk)
+	case packets.Puback:
+		c.srv.broker.Puback(c.sess, c, pk.PacketID)
+	case packets.Pubrec:
+		if c.version == 5 && !validPubrecReason(pk.ReasonCode) {
+			return protocolViolation("PUBREC with an invalid reason code")
+		}
+		c.srv.broker.Pubrec(c.sess, c, pk.PacketID, pk.ReasonCode)
+	case packets.Pubrel:
+		c.srv.broker.Pubrel(c.sess, c, pk.PacketID)
+	case packets.Pubcomp:
+		c.srv.broker.Pubcomp(c.sess, c, pk.PacketID)
+	case packets.Subscribe:
+		return c.handleSubscribe(pk)
+	case packets.Unsubscribe:
+		if code := pk.UnsubscribeValidate(); code != packets.CodeSuccess {
+			return &protocolError{code: code.Code, msg: "invalid UNSUBSCRIBE: " + code.Reason}
+		}
+		filters := make([]string, len(pk.Filters))
+		for i, f := range pk.Filters {
+			filters[i] = f.Filter
+		}
+		c.srv.broker.Unsubscribe(c.sess, c, pk.PacketID, filters)
+	case packets.Pingreq:
+		c.Send(packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Pingresp}})
+	case packets.Disconnect:
+		if c.version == 5 && pk.Properties.SessionExpiryIntervalFlag && pk.Properties.SessionExpiryInterval > 0 &&
+			c.srv.broker.SessionExpiry(c.sess) == 0 {
+			return protocolViolation("DISCONNECT sets a Session Expiry Interval after CONNECT set 0") // [MQTT-3.14.2-2]
+		}
+		return errDisconnect
+	case packets.Connect:
+		return protocolViolation("second CONNECT") // [MQTT-3.1.0-2]
+	case packets.Auth:
+		return protocolViolation("AUTH without an authentication method")
+	}
+	return nil
+}
+
+func validPubrecReason(code byte) bool {
+	switch code {
+	case 0x00, 0x10, 0x80, 0x83, 0x87, 0x90, 0x91, 0x97, 0x99:
+		return true
+	}
+	return false
+}
+
+// handleSubscribe turns a SUBSCRIBE into subscription records for the session layer.
+func (c *conn) handleSubscribe(pk *packets.Packet) error {
+	if code := pk.SubscribeValidate(); code != packets.CodeSuccess {
+		return &protocolError{code: code.Code, msg: "invalid SUBSCRIBE: " + code.Reason}
+	}
+	reqs := make([]session.SubscriptionRequest, len(pk.Filters))
+	for i, f := range pk.Filters {
+		if f.RetainHandling > 2 {
+			return protocolViolation("retain handling 3") // [MQTT-3.8.3-5]
+		}
+		reqs[i] = session.SubscriptionRequest{Filter: f.Filter, QoS: f.Qos, NoLocal: f.NoLocal,
+			RetainAsPublished: f.RetainAsPublished, RetainHandling: f.RetainHandling, Identifier: f.Identifier}
+	}
+	c.srv.broker.Subscribe(c.sess, c, pk.PacketID, reqs)
+	return nil
+}

@@ -1,0 +1,135 @@
+package session
+
+import (
+	"errors"
+	"log/slog"
+
+	"github.com/mochi-mqtt/server/v2/packets"
+	"github.com/oncemq/oncemq/inflight"
+)
+
+// ErrReceiveMaximumExceeded: the client has more QoS 2 PUBLISHes unacknowledged than the broker's
+// Receive Maximum; the connection must be closed with DISCONNECT 0x93.
+var ErrReceiveMaximumExceeded = errors.New("receive maximum exceeded")
+
+// Reason codes used here (MQTT 5.0 tables 3-4 to 3-7).
+const (
+	codeSuccess             = 0x00
+	codeNoMatchingSubscribe = 0x10
+	codeUnspecified         = 0x80
+	codePacketIDNotFound    = 0x92
+)
+
+// Publish handles a PUBLISH from the client of s on conn c. m is the message (owned by the
+// broker from now on; Seq is assigned here); id is its packet identifier (0 for QoS 0).
+//
+// QoS 2, first time for id: the inbound id, the fan-out and the retained update are committed in
+// one batch, then PUBREC is sent [MQTT-4.3.3-8]. QoS 2, id already awaiting PUBREL (DUP or not):
+// PUBREC again with the same reason code, after every earlier commit, and no routing
+// [MQTT-4.3.3-10]. QoS 1: fan-out committed, then PUBACK [MQTT-4.3.2-4]. QoS 0: routed.
+//
+// inboundQuota is how many QoS 2 ids may await PUBREL at once (the broker's Receive Maximum less
+// the QoS 1 PUBACKs the connection still owes); a new QoS 2 id beyond it returns
+// ErrReceiveMaximumExceeded and changes nothing [MQTT-3.3.4-8].
+func (b *Broker) Publish(s *Session, c Conn, m *inflight.Message, id uint16, inboundQuota int) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if s.conn != c {
+		return nil // taken over: this connection no longer owns the session
+	}
+	if m.QoS == 2 {
+		if reason, ok := s.inbound.Lookup(id); ok {
+			b.submit(nil, func(error) { c.Send(ack(packets.Pubrec, id, reason)) })
+			return nil
+		}
+		if s.inbound.Len() >= inboundQuota {
+			return ErrReceiveMaximumExceeded
+		}
+	}
+	if m.QoS > 0 && b.journal.Err() != nil {
+		// The store failed: refuse rather than acknowledge what cannot be kept.
+		b.refuse(s, c, m.QoS, id)
+		return nil
+	}
+	m.Seq = b.journal.NextSeq()
+	batch := &inflight.Batch{}
+	var out outbox
+	matched := b.route(batch, m, s.ClientID, &out)
+	b.retain(batch, m)
+	reason := byte(codeSuccess)
+	if matched == 0 && s.ProtocolVersion == 5 {
+		reason = codeNoMatchingSubscribe
+	}
+	var reply packets.Packet
+	switch m.QoS {
+	case 1:
+		reply = ack(packets.Puback, id, reason)
+	case 2:
+		s.inbound.Add(id, reason)
+		if s.durable() {
+			batch.PutInbound(s.ClientID, id, reason)
+		}
+		reply = ack(packets.Pubrec, id, reason)
+	}
+	b.submit(batch, func(err error) {
+		if err != nil {
+			b.log.Error("commit failed: publish not acknowledged", slog.String("client", s.ClientID), slog.Any("err", err))
+			c.Close(codeUnspecified)
+			return
+		}
+		if m.QoS > 0 {
+			c.Send(reply)
+		}
+		out.flush()
+	})
+	return nil
+}
+
+// refuse answers a QoS 1/2 PUBLISH that cannot be stored: 5.0 gets PUBACK/PUBREC 0x80, 3.1.1 has no
+// way to say no, so its connection is closed. Caller holds b.mu.
+func (b *Broker) refuse(s *Session, c Conn, qos byte, id uint16) {
+	if s.ProtocolVersion != 5 {
+		c.Close(codeUnspecified)
+		return
+	}
+	typ := byte(packets.Puback)
+	if qos == 2 {
+		typ = packets.Pubrec
+	}
+	b.submit(nil, func(error) { c.Send(ack(typ, id, codeUnspecified)) })
+}
+
+// Pubrel handles a PUBREL from the client: the inbound id is freed and committed, then PUBCOMP is
+// sent [MQTT-4.3.3-11]. An unknown id is answered with PUBCOMP 0x92 in 5.0 and the connection stays
+// open; it is normal after a resend.
+func (b *Broker) Pubrel(s *Session, c Conn, id uint16) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if s.conn != c {
+		return
+	}
+	reason := byte(codeSuccess)
+	batch := &inflight.Batch{}
+	if s.inbound.Remove(id) {
+		if s.durable() {
+			batch.DeleteInbound(s.ClientID, id)
+		}
+	} else if s.ProtocolVersion == 5 {
+		reason = codePacketIDNotFound
+	}
+	b.submit(batch, func(err error) {
+		if err != nil {
+			c.Close(codeUnspecified)
+			return
+		}
+		c.Send(ack(packets.Pubcomp, id, reason))
+	})
+}
+
+// InboundInFlight is the number of QoS 2 ids from the client awaiting PUBREL; it counts against the
+// broker's Receive Maximum.
+func (b *Broker) InboundInFlight(s *Session) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return s.inbound.Len()
+}

@@ -1,0 +1,56 @@
+package session
+
+import (
+	"time"
+
+	"github.com/oncemq/oncemq/inflight"
+)
+
+// restore rebuilds the working state from what the journal recovered at start-up. Every session
+// starts offline; its expiry and its pending will count from when it was disconnected.
+func (b *Broker) restore(rec *inflight.Recovered) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, m := range rec.Retained {
+		// Retained messages are stored by topic; they get a fresh Seq in case a durable session
+		// is given one later.
+		m.Seq = b.journal.NextSeq()
+		b.retained[m.Topic] = m
+	}
+	for _, rs := range rec.Sessions {
+		r := rs.Record
+		s := &Session{
+			ClientID:        r.ClientID,
+			ProtocolVersion: r.ProtocolVersion,
+			ExpiryInterval:  r.ExpiryInterval,
+			disconnectedAt:  r.DisconnectedAt,
+			will:            r.Will,
+			subs:            make(map[string]inflight.SubscriptionRecord, len(rs.Subscriptions)),
+		}
+		for _, sub := range rs.Subscriptions {
+			s.subs[sub.Filter] = sub
+			b.subs.Add(sub.Filter, s.ClientID, sub)
+		}
+		for _, in := range rs.Inbound {
+			s.inbound.Add(in.PacketID, in.Reason)
+		}
+		for _, o := range rs.Outbound {
+			e := &inflight.OutboundEntry{OutboundRecord: o}
+			if o.State == inflight.PublishSent {
+				e.Msg = rec.Messages[o.MsgSeq]
+			}
+			s.outbound.Add(e)
+			s.order = max(s.order, o.Order)
+		}
+		for _, q := range rs.Queue {
+			s.queue = append(s.queue, &queued{order: q.Order, qos: q.QoS, msg: rec.Messages[q.MsgSeq], subIDs: q.SubIDs, retain: q.Retain})
+			s.order = max(s.order, q.Order)
+		}
+		b.sessions[s.ClientID] = s
+		b.scheduleExpiry(s)
+		if s.will != nil {
+			wait := time.Duration(s.disconnectedAt + int64(s.will.Delay)*int64(time.Second) - b.now().UnixNano())
+			b.scheduleWill(s, wait)
+		}
+	}
+}

@@ -1,0 +1,45 @@
+package session
+
+import (
+	"github.com/oncemq/oncemq/inflight"
+	"github.com/oncemq/oncemq/session/topic"
+)
+
+// retain updates the retained message of m's topic if m has the retain flag: an empty payload
+// clears it [MQTT-3.3.1-10], anything else replaces it [MQTT-3.3.1-5]. Caller holds b.mu.
+func (b *Broker) retain(batch *inflight.Batch, m *inflight.Message) {
+	if !m.Retain {
+		return
+	}
+	if len(m.Payload) == 0 {
+		if _, ok := b.retained[m.Topic]; ok {
+			delete(b.retained, m.Topic)
+			batch.DeleteRetained(m.Topic)
+		}
+		return
+	}
+	b.retained[m.Topic] = m
+	batch.PutRetained(m)
+}
+
+// deliverRetained sends s the retained messages matching filter, with the retain flag set
+// [MQTT-3.3.1-9], at min(message QoS, granted QoS). Expired ones are dropped [MQTT-3.3.2-5].
+// Caller holds b.mu.
+func (b *Broker) deliverRetained(batch *inflight.Batch, s *Session, sub inflight.SubscriptionRecord, out *outbox) {
+	var subIDs []int
+	if sub.Identifier > 0 {
+		subIDs = []int{sub.Identifier}
+	}
+	now := b.now().UnixNano()
+	for name, m := range b.retained {
+		if !topic.Match(sub.Filter, name) {
+			continue
+		}
+		if m.Expired(now) {
+			delete(b.retained, name)
+			batch.DeleteRetained(name)
+			continue
+		}
+		b.deliver(batch, s, m, min(m.QoS, sub.QoS), subIDs, true, out)
+	}
+}

@@ -1,0 +1,69 @@
+package session
+
+import (
+	"time"
+
+	"github.com/oncemq/oncemq/inflight"
+)
+
+// NeverExpire is the Session Expiry Interval meaning "never" (0xFFFFFFFF).
+const NeverExpire = 0xFFFFFFFF
+
+// Session is the state the broker keeps for one client id. Every field is guarded by Broker.mu.
+type Session struct {
+	ClientID        string
+	ProtocolVersion byte   // 4 or 5, of the latest connection
+	ExpiryInterval  uint32 // seconds; 0 ends the session with its connection
+
+	conn           Conn  // nil while no connection holds the session
+	disconnectedAt int64 // unix nanoseconds, while conn is nil
+
+	inbound  inflight.Inbound  // QoS 2 ids from the client awaiting PUBREL
+	outbound inflight.Outbound // QoS 1/2 ids to the client awaiting acks
+	queue    []*queued         // messages waiting for the connection or for send quota
+	order    uint64            // last delivery order handed out (outbound and queue share it)
+
+	subs map[string]inflight.SubscriptionRecord // by filter
+
+	will      *inflight.Will
+	willTimer *time.Timer // pending delayed will
+	expiry    *time.Timer // pending session expiry while offline
+
+	// Per connection, not session state [MQTT-4.9.0-1].
+	receiveMax    int             // client's Receive Maximum
+	maxPacketSize uint32          // client's Maximum Packet Size, 0 unlimited
+	sent          int             // QoS 1/2 PUBLISHes (and PUBRELs) outstanding on this connection
+	unsent        map[uint16]bool // outbound entries not yet resent on this connection
+}
+
+// queued is one message waiting in a session's queue.
+type queued struct {
+	order  uint64
+	qos    byte
+	msg    *inflight.Message
+	subIDs []int
+	retain bool
+}
+
+// durable reports whether the session outlives its connection and so is kept in the journal.
+func (s *Session) durable() bool { return s.ExpiryInterval > 0 }
+
+// Connected reports whether a connection holds the session. Caller holds Broker.mu.
+func (s *Session) connected() bool { return s.conn != nil }
+
+// record is the session's durable record.
+func (s *Session) record() inflight.SessionRecord {
+	return inflight.SessionRecord{
+		ClientID:        s.ClientID,
+		ProtocolVersion: s.ProtocolVersion,
+		ExpiryInterval:  s.ExpiryInterval,
+		DisconnectedAt:  s.disconnectedAt,
+		Will:            s.will,
+	}
+}
+
+// nextOrder hands out the next delivery order.
+func (s *Session) nextOrder() uint64 {
+	s.order++
+	return s.order
+}
