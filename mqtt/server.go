@@ -25,6 +25,8 @@ type Config struct {
 	MaxPacketSize  int           // largest packet accepted, in bytes; default 1 MiB
 	ConnectTimeout time.Duration // time allowed between accept and CONNECT; default 10s
 	Logger         *slog.Logger  // default slog.Default()
+	// Crash is a test hook called at each crash point (session.CrashPoints); nil in production.
+	Crash func(point string)
 }
 
 func (c *Config) setDefaults() {
@@ -84,7 +86,7 @@ func New(cfg Config) (*Server, error) {
 		cfg:       cfg,
 		log:       cfg.Logger,
 		journal:   j,
-		broker:    session.New(j, rec, session.Options{MaxQueued: cfg.MaxQueued, Logger: cfg.Logger}),
+		broker:    session.New(j, rec, session.Options{MaxQueued: cfg.MaxQueued, Logger: cfg.Logger, Crash: cfg.Crash}),
 		ln:        ln,
 		conns:     make(map[*conn]struct{}),
 		serveDone: make(chan struct{}),

@@ -23,9 +23,14 @@ func (o *outbox) add(c Conn, pk packets.Packet) {
 	}
 }
 
-func (o outbox) flush() {
-	for _, g := range o {
-		g.conn.Send(g.pk)
+// flush sends every packet, in order. crash is the test hook (Broker.crashAt), called before each
+// packet that a commit made possible.
+func (o outbox) flush(crash func(point string)) {
+	for i := range o {
+		if p := crashPointOf(&o[i].pk); p != "" {
+			crash(p)
+		}
+		o[i].conn.Send(o[i].pk)
 	}
 }
 

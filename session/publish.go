@@ -78,9 +78,10 @@ func (b *Broker) Publish(s *Session, c Conn, m *inflight.Message, id uint16, inb
 			return
 		}
 		if m.QoS > 0 {
+			b.crashAt(crashPointOf(&reply))
 			c.Send(reply)
 		}
-		out.flush()
+		out.flush(b.crashAt)
 	})
 	return nil
 }
@@ -122,6 +123,7 @@ func (b *Broker) Pubrel(s *Session, c Conn, id uint16) {
 			c.Close(codeUnspecified)
 			return
 		}
+		b.crashAt(CrashBeforePubcomp)
 		c.Send(ack(packets.Pubcomp, id, reason))
 	})
 }
