@@ -79,8 +79,14 @@ func (o *op) validate() error {
 		if o.out.State != PublishSent && o.out.State != PubrelSent {
 			return fmt.Errorf("outbound state %d", o.out.State)
 		}
+		if o.out.QoS > 2 {
+			return fmt.Errorf("QoS %d", o.out.QoS)
+		}
 		return validSubIDs(o.out.SubIDs)
 	case opPutQueued:
+		if o.queued.QoS > 2 {
+			return fmt.Errorf("QoS %d", o.queued.QoS)
+		}
 		return validSubIDs(o.queued.SubIDs)
 	case opPutMessage:
 		if o.msg.Seq == 0 {

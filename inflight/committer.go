@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -70,7 +71,8 @@ func (j *Journal) Submit(b *Batch, done func(error)) {
 
 // Close stops accepting batches, commits what was submitted before, waits for the committer and
 // closes the file. It returns nil only if every batch submitted before it was committed. Later
-// calls return the same result.
+// calls return the same result. It must not be called from a done callback: it waits for the
+// committer, which is running that callback.
 func (j *Journal) Close() error {
 	j.closeOnce.Do(func() {
 		j.mu.Lock()
@@ -121,7 +123,7 @@ func (j *Journal) process(round []submitted) {
 		return
 	}
 	if err := j.Err(); err != nil {
-		answer(round, err)
+		j.answer(round, err)
 		return
 	}
 	ops := 0
@@ -154,13 +156,10 @@ func (j *Journal) process(round []submitted) {
 		j.ops.Add(uint64(ops))
 	}
 	for i, s := range round {
-		if s.done == nil {
-			continue
-		}
 		if e, ok := invalid[i]; ok {
-			s.done(e)
+			j.call(s.done, e)
 		} else {
-			s.done(err)
+			j.call(s.done, err)
 		}
 	}
 }
@@ -221,14 +220,28 @@ func (j *Journal) drainClosed() {
 			return
 		}
 		j.mu.Unlock()
-		answer(batch, ErrClosed)
+		j.answer(batch, ErrClosed)
 	}
 }
 
-func answer(round []submitted, err error) {
+func (j *Journal) answer(round []submitted, err error) {
 	for _, s := range round {
-		if s.done != nil {
-			s.done(err)
-		}
+		j.call(s.done, err)
 	}
+}
+
+// call runs one done callback. A panic in it is the caller's bug in one connection's work; it is
+// logged with its stack, and the committer goes on with the other callbacks and the next commit
+// rather than taking every connection's acknowledgements down with it.
+func (j *Journal) call(done func(error), err error) {
+	if done == nil {
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			j.log.Error("inflight: done callback panicked", slog.Any("panic", r),
+				slog.String("stack", string(debug.Stack())))
+		}
+	}()
+	done(err)
 }

@@ -29,4 +29,13 @@
 // The broker then refuses new QoS 1 and 2 work. A restart recovers the last committed state.
 //
 // The hot path never reads bbolt: the file is read only by Open, to rebuild the state.
+//
+// # Start-up
+//
+// Open reads the whole file back as a Recovered for the session layer to rebuild its tables from.
+// Sessions whose expiry passed while the broker was down are removed first, and sessions that
+// were connected when it stopped count as disconnected at the restart. A file that is locked by
+// another process, or that this build cannot decode, makes Open fail with an error naming the file:
+// starting with an empty state would silently drop every message already acknowledged. The format
+// is documented in format.go.
 package inflight

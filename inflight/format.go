@@ -148,6 +148,9 @@ func decodeOutbound(v []byte, packetID uint16) (OutboundRecord, error) {
 	if r.State != PublishSent && r.State != PubrelSent {
 		return r, fmt.Errorf("outbound state %d unknown", v[1])
 	}
+	if r.QoS > 2 {
+		return r, fmt.Errorf("QoS %d", r.QoS)
+	}
 	var err error
 	if r.Retain, err = decodeBool(v[3]); err != nil {
 		return r, err
@@ -174,6 +177,9 @@ func decodeQueued(v []byte) (QueuedRecord, error) {
 		return QueuedRecord{}, fmt.Errorf("queue value is %d bytes, want at least 19", len(v))
 	}
 	r := QueuedRecord{QoS: v[1]}
+	if r.QoS > 2 {
+		return r, fmt.Errorf("QoS %d", r.QoS)
+	}
 	var err error
 	if r.Retain, err = decodeBool(v[2]); err != nil {
 		return r, err

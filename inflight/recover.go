@@ -1,10 +1,12 @@
 package inflight
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"slices"
 
 	bolt "go.etcd.io/bbolt"
@@ -13,44 +15,81 @@ import (
 // neverExpires is the Session Expiry Interval of a session that never expires.
 const neverExpires = 0xFFFFFFFF
 
-// recover reads the whole file into a Recovered in one write transaction that also removes what
-// expired while the broker was down and what nothing refers to. It returns the largest message
-// sequence in use. Nothing is changed if the file turns out to be corrupt.
-func (j *Journal) recover(now int64) (rec *Recovered, lastSeq uint64, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			rec, err = nil, fmt.Errorf("open %s: %w: bbolt panicked reading it: %v", j.path, ErrCorrupt, r)
-		}
-	}()
-	err = j.db.Update(func(tx *bolt.Tx) error {
-		if err := initBuckets(tx); err != nil {
-			return err
-		}
-		bk, err := txBuckets(tx)
-		if err != nil {
-			return err
-		}
-		r := &recovery{bk: bk, now: now, log: j.log.With(slog.String("path", j.path))}
-		if err := r.read(); err != nil {
-			return err
-		}
-		if err := r.cleanUp(); err != nil {
-			return fmt.Errorf("clean up: %w", err)
-		}
-		rec, lastSeq = r.result()
-		return nil
+// recoverState brings the file up to date with what start-up decided, in one write transaction: buckets
+// created, expired sessions and unreferenced keys removed, connected sessions marked disconnected.
+// pre is what inspect read through a read-only handle; it is read again here if the file changed
+// since (or was empty). It returns the state and the largest message sequence in use.
+func (j *Journal) recoverState(pre *recovery, now int64) (rec *Recovered, lastSeq uint64, err error) {
+	r := pre
+	err = guard(func() error {
+		return j.db.Update(func(tx *bolt.Tx) error {
+			if err := initBuckets(tx); err != nil {
+				return err
+			}
+			if r == nil || tx.ID() != r.txid+1 {
+				var err error
+				if r, err = readState(tx, now, j.log.With(slog.String("path", j.path))); err != nil {
+					return err
+				}
+			}
+			if err := r.cleanUp(tx); err != nil {
+				return fmt.Errorf("clean up: %w", err)
+			}
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, 0, fmt.Errorf("open %s: %w", j.path, err)
 	}
+	rec, lastSeq = r.result()
 	return rec, lastSeq, nil
+}
+
+// inspect reads and decodes the whole file through a read-only handle. bbolt checks every page
+// when a file is opened for writing without a synced free list, in a goroutine of its own where a
+// panic on a damaged page cannot be recovered and would kill the broker with a bbolt stack trace;
+// reading every page here first, where a panic can be recovered, turns damage into an error that
+// names the file.
+func inspect(path string, now int64, log *slog.Logger) (*recovery, error) {
+	db, err := openBolt(path, true, true)
+	if err != nil {
+		return nil, err
+	}
+	defer closeQuietly(db)
+	var r *recovery
+	err = guard(func() error {
+		return db.View(func(tx *bolt.Tx) error {
+			if err := checkFormat(tx); err != nil {
+				return err
+			}
+			var err error
+			r, err = readState(tx, now, log.With(slog.String("path", path)))
+			return err
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return r, nil
+}
+
+// guard runs fn, turning a panic or a memory fault (bbolt reading a damaged page through its memory
+// map) into an error.
+func guard(fn func() error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: bbolt panicked reading it: %v", ErrCorrupt, r)
+		}
+	}()
+	return fn()
 }
 
 // recovery is the state of one recovery transaction.
 type recovery struct {
-	bk  buckets
-	now int64
-	log *slog.Logger
+	txid int // the transaction read: the file's version
+	now  int64
+	log  *slog.Logger
 
 	sessions  []*RecoveredSession          // live sessions, in client id order
 	byClient  map[string]*RecoveredSession // live sessions
@@ -59,45 +98,60 @@ type recovery struct {
 	msgs      map[uint64]*Message          // every message in msgs
 	retained  []*Message
 	lastSeq   uint64
-	deletions map[*bolt.Bucket][][]byte // keys to delete: strays, broken references, orphans
+	deletions map[string][][]byte // by bucket: strays, broken references, orphans
 
 	subs, inbound, outbound, queued, orphans, dropped int
 }
 
-func (r *recovery) read() error {
-	r.byClient = make(map[string]*RecoveredSession)
-	r.expired = make(map[string]bool)
-	r.msgs = make(map[uint64]*Message)
-	r.deletions = make(map[*bolt.Bucket][][]byte)
+// readState decodes every bucket of tx and decides what start-up removes. A file without buckets
+// (new, or never initialised) reads as empty.
+func readState(tx *bolt.Tx, now int64, log *slog.Logger) (*recovery, error) {
+	r := &recovery{
+		txid:      tx.ID(),
+		now:       now,
+		log:       log,
+		byClient:  make(map[string]*RecoveredSession),
+		expired:   make(map[string]bool),
+		msgs:      make(map[uint64]*Message),
+		deletions: make(map[string][][]byte),
+	}
 	steps := []struct {
-		name string
-		b    *bolt.Bucket
+		name []byte
 		fn   func(k, v []byte) error
 	}{
-		{"sessions", r.bk.sessions, r.readSession},
-		{"subs", r.bk.subs, r.readSubscription},
-		{"in", r.bk.in, r.readInbound},
-		{"out", r.bk.out, r.readOutbound},
-		{"queue", r.bk.queue, r.readQueued},
-		{"msgs", r.bk.msgs, r.readMessage},
-		{"retained", r.bk.retained, r.readRetained},
+		{bucketSessions, r.readSession},
+		{bucketSubs, r.readSubscription},
+		{bucketIn, r.readInbound},
+		{bucketOut, r.readOutbound},
+		{bucketQueue, r.readQueued},
+		{bucketMsgs, r.readMessage},
+		{bucketRetained, r.readRetained},
 	}
 	for _, s := range steps {
-		err := s.b.ForEach(func(k, v []byte) error {
+		b := tx.Bucket(s.name)
+		if b == nil {
+			continue
+		}
+		var prev []byte // bbolt memory, valid for the whole transaction
+		err := b.ForEach(func(k, v []byte) error {
+			if prev != nil && bytes.Compare(prev, k) >= 0 {
+				return corrupt(string(s.name), k, fmt.Errorf("key out of order after %q", prev))
+			}
+			prev = k
 			if v == nil {
-				return corrupt(s.name, k, fmt.Errorf("nested bucket"))
+				return corrupt(string(s.name), k, fmt.Errorf("nested bucket"))
 			}
 			if err := s.fn(k, v); err != nil {
-				return corrupt(s.name, k, err)
+				return corrupt(string(s.name), k, err)
 			}
 			return nil
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
 	r.resolve()
-	return nil
+	return r, nil
 }
 
 // corrupt names the bucket and key of a value that cannot be decoded.
@@ -134,7 +188,7 @@ func (r *recovery) readSession(k, v []byte) error {
 
 // owner returns the live session a per-client key belongs to, or nil if the entry goes: with its
 // expired session, or as a stray whose session record is missing.
-func (r *recovery) owner(b *bolt.Bucket, bucket string, k []byte) (*RecoveredSession, []byte, error) {
+func (r *recovery) owner(bucket string, k []byte) (*RecoveredSession, []byte, error) {
 	clientID, suffix, ok := splitKey(k)
 	if !ok {
 		return nil, nil, fmt.Errorf("key has no client id")
@@ -145,14 +199,14 @@ func (r *recovery) owner(b *bolt.Bucket, bucket string, k []byte) (*RecoveredSes
 	if !r.expired[clientID] {
 		r.log.Warn("inflight: entry without a session record: removed", slog.String("bucket", bucket),
 			slog.String("client", clientID), slog.String("key", fmt.Sprintf("%q", k)))
-		r.deleteKey(b, k)
+		r.deleteKey(bucket, k)
 		r.dropped++
 	}
 	return nil, suffix, nil
 }
 
 func (r *recovery) readSubscription(k, v []byte) error {
-	s, suffix, err := r.owner(r.bk.subs, "subs", k)
+	s, suffix, err := r.owner("subs", k)
 	if err != nil {
 		return err
 	}
@@ -182,7 +236,7 @@ func packetIDSuffix(suffix []byte) (uint16, error) {
 }
 
 func (r *recovery) readInbound(k, v []byte) error {
-	s, suffix, err := r.owner(r.bk.in, "in", k)
+	s, suffix, err := r.owner("in", k)
 	if err != nil {
 		return err
 	}
@@ -202,7 +256,7 @@ func (r *recovery) readInbound(k, v []byte) error {
 }
 
 func (r *recovery) readOutbound(k, v []byte) error {
-	s, suffix, err := r.owner(r.bk.out, "out", k)
+	s, suffix, err := r.owner("out", k)
 	if err != nil {
 		return err
 	}
@@ -222,7 +276,7 @@ func (r *recovery) readOutbound(k, v []byte) error {
 }
 
 func (r *recovery) readQueued(k, v []byte) error {
-	s, suffix, err := r.owner(r.bk.queue, "queue", k)
+	s, suffix, err := r.owner("queue", k)
 	if err != nil {
 		return err
 	}
@@ -294,14 +348,14 @@ func (r *recovery) resolve() {
 			if ref(s, "out", packetIDKey(s.Record.ClientID, e.PacketID), e.MsgSeq) {
 				return false
 			}
-			r.deleteKey(r.bk.out, packetIDKey(s.Record.ClientID, e.PacketID))
+			r.deleteKey("out", packetIDKey(s.Record.ClientID, e.PacketID))
 			return true
 		})
 		s.Queue = slices.DeleteFunc(s.Queue, func(q QueuedRecord) bool {
 			if ref(s, "queue", orderKey(s.Record.ClientID, q.Order), q.MsgSeq) {
 				return false
 			}
-			r.deleteKey(r.bk.queue, orderKey(s.Record.ClientID, q.Order))
+			r.deleteKey("queue", orderKey(s.Record.ClientID, q.Order))
 			return true
 		})
 		slices.SortStableFunc(s.Outbound, func(a, b OutboundRecord) int { return cmp.Compare(a.Order, b.Order) })
@@ -311,29 +365,34 @@ func (r *recovery) resolve() {
 	}
 	for seq := range r.msgs {
 		if !referenced[seq] {
-			r.deleteKey(r.bk.msgs, seqKey(seq))
+			r.deleteKey("msgs", seqKey(seq))
 			delete(r.msgs, seq)
 			r.orphans++
 		}
 	}
 }
 
-func (r *recovery) deleteKey(b *bolt.Bucket, k []byte) {
-	r.deletions[b] = append(r.deletions[b], append([]byte(nil), k...))
+func (r *recovery) deleteKey(bucket string, k []byte) {
+	r.deletions[bucket] = append(r.deletions[bucket], bytes.Clone(k))
 }
 
 // cleanUp writes what recovery decided: expired sessions and unreferenced keys go, sessions that
 // were connected get their disconnection time.
-func (r *recovery) cleanUp() error {
+func (r *recovery) cleanUp(tx *bolt.Tx) error {
+	bk, err := txBuckets(tx)
+	if err != nil {
+		return err
+	}
 	for clientID := range r.expired {
-		if err := r.bk.deleteSession(clientID); err != nil {
+		if err := bk.deleteSession(clientID); err != nil {
 			return fmt.Errorf("delete expired session %q: %w", clientID, err)
 		}
 	}
-	for b, keys := range r.deletions {
+	for bucket, keys := range r.deletions {
+		b := tx.Bucket([]byte(bucket))
 		for _, k := range keys {
 			if err := b.Delete(k); err != nil {
-				return fmt.Errorf("delete %q: %w", k, err)
+				return fmt.Errorf("delete %q from %s: %w", k, bucket, err)
 			}
 		}
 	}
@@ -342,7 +401,7 @@ func (r *recovery) cleanUp() error {
 		if err != nil {
 			return fmt.Errorf("encode session %q: %w", s.Record.ClientID, err)
 		}
-		if err := r.bk.sessions.Put([]byte(s.Record.ClientID), v); err != nil {
+		if err := bk.sessions.Put([]byte(s.Record.ClientID), v); err != nil {
 			return fmt.Errorf("store session %q: %w", s.Record.ClientID, err)
 		}
 	}

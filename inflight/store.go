@@ -36,7 +36,14 @@ func Open(path string, opts *Options) (*Journal, *Recovered, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, nil, fmt.Errorf("open %s: create directory: %w", path, err)
 	}
-	db, err := openBolt(path, o.NoSync)
+	now := o.Now()
+	var pre *recovery
+	if st, err := os.Stat(path); err == nil && st.Size() > 0 {
+		if pre, err = inspect(path, now, o.Logger); err != nil {
+			return nil, nil, err
+		}
+	}
+	db, err := openBolt(path, false, o.NoSync)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -47,7 +54,7 @@ func Open(path string, opts *Options) (*Journal, *Recovered, error) {
 		wake:    make(chan struct{}, 1),
 		stopped: make(chan struct{}),
 	}
-	rec, lastSeq, err := j.recover(o.Now())
+	rec, lastSeq, err := j.recoverState(pre, now)
 	if err != nil {
 		closeQuietly(db)
 		return nil, nil, err
@@ -57,12 +64,15 @@ func Open(path string, opts *Options) (*Journal, *Recovered, error) {
 	return j, rec, nil
 }
 
-// openBolt opens the bbolt file. bbolt can panic on a damaged file (it walks the pages to rebuild
-// the free list, since the free list is not synced); the panic is turned into an error, and the file
-// bbolt opened is closed so that its lock is released.
-func openBolt(path string, noSync bool) (db *bolt.DB, err error) {
+// openBolt opens the bbolt file. bbolt can panic on a damaged file (opened for writing, it walks
+// the pages to rebuild the free list, since the free list is not synced); a panic in the calling
+// goroutine is turned into an error, and the file bbolt opened is closed so that its lock is
+// released. A read-only handle takes a shared lock, which also fails while another process has the
+// file open for writing.
+func openBolt(path string, readOnly, noSync bool) (db *bolt.DB, err error) {
 	var file *os.File
 	bo := &bolt.Options{
+		ReadOnly:       readOnly,
 		Timeout:        lockTimeout,
 		NoSync:         noSync,
 		NoFreelistSync: true,
@@ -104,23 +114,10 @@ func closeQuietly(db *bolt.DB) {
 // initBuckets creates the buckets of a new file and checks the format version of an existing one.
 // A file with buckets but no format version was not written by oncemq.
 func initBuckets(tx *bolt.Tx) error {
-	if meta := tx.Bucket(bucketMeta); meta != nil {
-		v := meta.Get(keyFormat)
-		if len(v) != 1 {
-			return fmt.Errorf("bucket meta: %w: format version missing", ErrCorrupt)
-		}
-		if v[0] != formatVersion {
-			return fmt.Errorf("bucket meta: %w: format version %d unknown (this build reads %d)", ErrCorrupt, v[0], formatVersion)
-		}
-	} else {
-		foreign := false
-		_ = tx.ForEach(func([]byte, *bolt.Bucket) error {
-			foreign = true
-			return nil
-		})
-		if foreign {
-			return fmt.Errorf("%w: a bbolt file, but not an oncemq journal (no meta bucket)", ErrCorrupt)
-		}
+	if err := checkFormat(tx); err != nil {
+		return err
+	}
+	if tx.Bucket(bucketMeta) == nil {
 		meta, err := tx.CreateBucket(bucketMeta)
 		if err != nil {
 			return fmt.Errorf("create bucket meta: %w", err)
@@ -133,6 +130,31 @@ func initBuckets(tx *bolt.Tx) error {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return fmt.Errorf("create bucket %s: %w", name, err)
 		}
+	}
+	return nil
+}
+
+// checkFormat checks the format version of a file, if it has one. A file with buckets but no format
+// version was not written by oncemq.
+func checkFormat(tx *bolt.Tx) error {
+	meta := tx.Bucket(bucketMeta)
+	if meta == nil {
+		foreign := false
+		_ = tx.ForEach(func([]byte, *bolt.Bucket) error {
+			foreign = true
+			return nil
+		})
+		if foreign {
+			return fmt.Errorf("%w: a bbolt file, but not an oncemq journal (no meta bucket)", ErrCorrupt)
+		}
+		return nil
+	}
+	v := meta.Get(keyFormat)
+	if len(v) != 1 {
+		return fmt.Errorf("bucket meta: %w: format version missing", ErrCorrupt)
+	}
+	if v[0] != formatVersion {
+		return fmt.Errorf("bucket meta: %w: format version %d unknown (this build reads %d)", ErrCorrupt, v[0], formatVersion)
 	}
 	return nil
 }
