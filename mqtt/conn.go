@@ -21,13 +21,23 @@ const maxQueuedPackets = 65536
 // writeTimeout bounds one socket write; a peer that does not read for that long is dropped.
 const writeTimeout = 30 * time.Second
 
+// An idle connection holds no buffers: the read buffer and the write buffer come from these pools
+// while a packet is being read or a batch written, so that 100,000 idle devices cost little more
+// than their sockets and one goroutine each.
+var (
+	readBuffers  = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
+	writeBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+)
+
 // conn is one client connection: a reader goroutine (serve) that decodes and hands packets to the
-// session layer, and a writer goroutine that drains the outgoing queue. It implements session.Conn.
+// session layer, and a writer goroutine, started when there is something to write and gone when
+// the queue is empty. It implements session.Conn.
 type conn struct {
-	srv *Server
-	nc  net.Conn
-	br  *bufio.Reader
-	log *slog.Logger
+	srv    *Server
+	nc     net.Conn
+	br     *bufio.Reader // nil while idle between packets
+	hb     [1]byte       // the first byte of the next packet, read without a buffer
+	hbRead bool          // hb holds a byte not yet decoded
 
 	// Set by the reader during CONNECT, read-only afterwards.
 	version       byte
@@ -42,21 +52,49 @@ type conn struct {
 
 	mu          sync.Mutex // guards the following
 	queue       []packets.Packet
+	writing     bool // a writer goroutine is running (after closing: it ran and closed the socket)
 	closing     bool
 	closeReason byte
 
-	wake       chan struct{} // capacity 1: something was queued or closing was set
-	writerDone chan struct{}
+	writerDone chan struct{} // closed once the socket is closed
 }
 
 func newConn(srv *Server, nc net.Conn) *conn {
-	return &conn{
-		srv:        srv,
-		nc:         nc,
-		br:         bufio.NewReaderSize(nc, 4096),
-		log:        srv.log.With(slog.String("remote", nc.RemoteAddr().String())),
-		wake:       make(chan struct{}, 1),
-		writerDone: make(chan struct{}),
+	return &conn{srv: srv, nc: nc, writerDone: make(chan struct{})}
+}
+
+// log is the connection's logger; built on use, since idle connections log nothing.
+func (c *conn) log() *slog.Logger {
+	l := c.srv.log.With(slog.String("remote", c.nc.RemoteAddr().String()))
+	if c.clientID != "" {
+		l = l.With(slog.String("client", c.clientID))
+	}
+	return l
+}
+
+// readPacket reads the packet whose start awaitPacket saw: its first byte is in c.hb when the
+// connection was idle, in the read buffer otherwise.
+func (c *conn) readPacket() (packets.Packet, error) {
+	if !c.hbRead {
+		return readPacket(c.br, c.version, c.srv.cfg.MaxPacketSize)
+	}
+	c.hbRead = false
+	c.acquireReader()
+	return readPacketAfter(c.hb[0], c.br, c.version, c.srv.cfg.MaxPacketSize)
+}
+
+func (c *conn) acquireReader() {
+	if c.br == nil {
+		c.br = readBuffers.Get().(*bufio.Reader)
+		c.br.Reset(c.nc)
+	}
+}
+
+func (c *conn) releaseReader() {
+	if c.br != nil {
+		c.br.Reset(nil)
+		readBuffers.Put(c.br)
+		c.br = nil
 	}
 }
 
@@ -66,74 +104,84 @@ func (c *conn) Send(pk packets.Packet) {
 		c.qos1Pending.Add(-1)
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.closing {
-		c.mu.Unlock()
 		return
 	}
 	if len(c.queue) >= maxQueuedPackets && pk.FixedHeader.Type == packets.Publish && pk.FixedHeader.Qos == 0 {
-		c.mu.Unlock()
 		c.dropped.Add(1)
 		return
 	}
 	c.queue = append(c.queue, pk)
-	c.mu.Unlock()
-	c.signal()
+	c.startWriter()
 }
 
 // Close makes the writer flush what is queued, send DISCONNECT with reason if the client speaks
 // 5.0 and reason is an error code, and close the socket. It never blocks.
 func (c *conn) Close(reason byte) {
 	c.mu.Lock()
-	if !c.closing {
-		c.closing = true
-		c.closeReason = reason
+	defer c.mu.Unlock()
+	if c.closing {
+		return
 	}
-	c.mu.Unlock()
-	c.signal()
+	c.closing = true
+	c.closeReason = reason
+	c.startWriter()
 }
 
-func (c *conn) signal() {
-	select {
-	case c.wake <- struct{}{}:
-	default:
+// startWriter starts the writer goroutine unless one runs. c.mu must be held.
+func (c *conn) startWriter() {
+	if !c.writing {
+		c.writing = true
+		go c.writeLoop()
 	}
 }
 
 // writeLoop owns every write to the socket. It encodes all that is queued into one buffer and
-// writes it at once, so a burst of acks costs one syscall.
+// writes it at once, so a burst of acks costs one syscall; it returns when the queue is empty.
 func (c *conn) writeLoop() {
-	defer close(c.writerDone)
-	defer c.nc.Close()
-	var buf bytes.Buffer
-	var batch []packets.Packet
-	for range c.wake {
+	buf := writeBuffers.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= 64<<10 {
+			buf.Reset()
+			writeBuffers.Put(buf)
+		}
+	}()
+	for {
 		c.mu.Lock()
-		batch, c.queue = c.queue, batch[:0]
+		batch := c.queue
+		c.queue = nil
 		closing, reason := c.closing, c.closeReason
+		if len(batch) == 0 && !closing {
+			c.writing = false
+			c.mu.Unlock()
+			return
+		}
 		c.mu.Unlock()
 
 		buf.Reset()
 		for i := range batch {
-			c.encode(&buf, &batch[i])
-			batch[i] = packets.Packet{}
+			c.encode(buf, &batch[i])
 		}
 		if closing && c.version == 5 && reason >= 0x80 {
 			d := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Disconnect}, ReasonCode: reason}
-			c.encode(&buf, &d)
+			c.encode(buf, &d)
 		}
 		if buf.Len() > 0 {
 			_ = c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
 			if _, err := c.nc.Write(buf.Bytes()); err != nil {
-				c.log.Debug("write failed", slog.Any("err", err))
-				c.Close(0)
-				return
+				c.log().Debug("write failed", slog.Any("err", err))
+				c.mu.Lock()
+				c.closing = true // the writer stays marked running: nothing else may write
+				c.queue = nil
+				c.mu.Unlock()
+				closing = true
 			}
 		}
 		if closing {
+			c.nc.Close()
+			close(c.writerDone)
 			return
-		}
-		if buf.Cap() > 1<<20 {
-			buf = bytes.Buffer{} // do not keep a large buffer per idle connection
 		}
 	}
 }
@@ -165,6 +213,6 @@ func (c *conn) encode(buf *bytes.Buffer, pk *packets.Packet) {
 		err = pk.DisconnectEncode(buf)
 	}
 	if err != nil {
-		c.log.Error("encode failed", slog.String("packet", packets.PacketNames[pk.FixedHeader.Type]), slog.Any("err", err))
+		c.log().Error("encode failed", slog.String("packet", packets.PacketNames[pk.FixedHeader.Type]), slog.Any("err", err))
 	}
 }

@@ -20,6 +20,7 @@ var errConnectRefused = errors.New("connect refused")
 // closes the connection without a word. On success c.sess holds the session.
 func (c *conn) connect() error {
 	_ = c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.ConnectTimeout))
+	c.acquireReader()
 	hb, err := c.br.Peek(1)
 	if err != nil {
 		return err
@@ -92,7 +93,6 @@ func (c *conn) connect() error {
 	}
 	c.clientID = clientID
 	c.maxPacketSize = req.MaxPacketSize
-	c.log = c.log.With(slog.String("client", clientID))
 	keepAlive := time.Duration(cp.Keepalive) * time.Second
 	c.keepAlive = keepAlive + keepAlive/2 // [MQTT-3.1.2-22]
 
@@ -104,7 +104,7 @@ func (c *conn) connect() error {
 	}
 	c.sess = c.srv.broker.Connect(req, c, func(present bool, err error) {
 		if err != nil {
-			c.log.Error("connect not committed", slog.Any("err", err))
+			c.log().Error("connect not committed", slog.Any("err", err))
 			code := byte(0x80)
 			if c.version == 4 {
 				code = 0x03 // server unavailable

@@ -55,13 +55,24 @@ func readRemainingLength(r io.ByteReader) (int, error) {
 	return 0, malformed("remaining length longer than 4 bytes")
 }
 
-// readPacket reads and decodes one packet. maxSize bounds the whole packet before anything is
-// allocated for it [MQTT-3.2.2-15]. The body is a fresh buffer per packet, so the strings and
-// slices the decoder aliases into it stay valid for as long as the broker keeps them.
+// readPacket reads and decodes one packet from r.
 func readPacket(r *bufio.Reader, version byte, maxSize int) (pk packets.Packet, err error) {
 	hb, err := r.ReadByte()
 	if err != nil {
 		return pk, err
+	}
+	return readPacketAfter(hb, r, version, maxSize)
+}
+
+// readPacketAfter reads the rest of a packet whose first byte hb was already read. maxSize bounds
+// the whole packet before anything is allocated for it [MQTT-3.2.2-15]. The body is a fresh buffer
+// per packet, so the strings and slices the decoder aliases into it stay valid for as long as the
+// broker keeps them.
+func readPacketAfter(hb byte, r *bufio.Reader, version byte, maxSize int) (pk packets.Packet, err error) {
+	if hb>>4 == packets.Publish && hb&0x06 == 0x06 {
+		// Both QoS bits set is a Malformed Packet [MQTT-3.3.1-4]; the codec calls it a protocol
+		// error (0x82).
+		return pk, malformed("PUBLISH with QoS 3")
 	}
 	if err := pk.FixedHeader.Decode(hb); err != nil {
 		return pk, err

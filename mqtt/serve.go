@@ -13,27 +13,34 @@ import (
 	"github.com/oncemq/oncemq/session"
 )
 
+// connEnd is how a connection ended, decided by the reader and acted on by serve's cleanup.
+type connEnd struct {
+	publishWill bool    // an abnormal end publishes the will [MQTT-3.1.2-8]
+	newExpiry   *uint32 // Session Expiry Interval from the client's DISCONNECT
+	closeReason byte    // DISCONNECT reason for 5.0 when the broker ends the connection
+}
+
 // serve runs the connection's reader: CONNECT, then one packet at a time until the connection ends.
 // A panic here closes this connection only [net/http conn.serve does the same].
 func (c *conn) serve() {
-	go c.writeLoop()
-	var (
-		publishWill = true // an abnormal end publishes the will [MQTT-3.1.2-8]
-		newExpiry   *uint32
-	)
+	end := connEnd{publishWill: true}
 	defer func() {
 		if r := recover(); r != nil {
-			c.log.Error("panic in connection; closing it", slog.Any("panic", r), slog.String("stack", string(debug.Stack())))
-			c.Close(0x80)
+			c.log().Error("panic in connection; closing it", slog.Any("panic", r), slog.String("stack", string(debug.Stack())))
+			end.closeReason = 0x80
 		}
+		// The session learns that the connection ended before the socket is closed: a client that
+		// sees the close and reconnects at once must find the session already offline (or ended,
+		// with Session Expiry 0), not take over a connection that is gone [MQTT-4.1.0-2].
 		if c.sess != nil && !c.srv.shuttingDown.Load() {
-			c.srv.broker.Disconnected(c.sess, c, publishWill, newExpiry)
+			c.srv.broker.Disconnected(c.sess, c, end.publishWill, end.newExpiry)
 		}
-		c.Close(0)
+		c.Close(end.closeReason)
 		<-c.writerDone
+		c.releaseReader()
 	}()
 
-	if err := c.connect(); err != nil {
+	if err := c.connectOnFreshStack(); err != nil {
 		c.logEnd(err)
 		if c.version == 5 && c.sess == nil && reasonOf(err) >= 0x80 && !errors.Is(err, errConnectRefused) {
 			var pe *protocolError
@@ -42,25 +49,21 @@ func (c *conn) serve() {
 				c.sendConnack(reasonOf(err), false, packets.Properties{})
 			}
 		}
-		c.Close(0)
 		return
 	}
+	c.readLoop(&end)
+}
+
+// readLoop reads and handles packets until the connection ends. Its frame is small on purpose:
+// an idle connection waits in awaitPacket on a small stack, and the deep work of handling a packet
+// happens in nextPacket, which has returned by the time the connection is idle again.
+func (c *conn) readLoop(end *connEnd) {
 	for {
-		deadline := time.Time{}
-		if c.keepAlive > 0 {
-			deadline = time.Now().Add(c.keepAlive)
-		}
-		_ = c.nc.SetReadDeadline(deadline)
-		pk, err := readPacket(c.br, c.version, c.srv.cfg.MaxPacketSize)
+		err := c.awaitPacket()
 		if err == nil {
-			err = c.handle(&pk)
+			err = c.nextPacket(end)
 		}
 		if errors.Is(err, errDisconnect) {
-			publishWill = pk.ReasonCode == 0x04 // DISCONNECT with Will Message
-			if pk.Properties.SessionExpiryIntervalFlag {
-				v := pk.Properties.SessionExpiryInterval
-				newExpiry = &v
-			}
 			return
 		}
 		if err != nil {
@@ -68,15 +71,69 @@ func (c *conn) serve() {
 			var ne net.Error
 			switch {
 			case errors.As(err, &ne) && ne.Timeout():
-				c.Close(0x8D) // keep alive timeout [MQTT-3.1.2-22]
+				end.closeReason = 0x8D // keep alive timeout [MQTT-3.1.2-22]
 			case isNetworkEnd(err):
-				c.Close(0)
 			default:
-				c.Close(reasonOf(err)) // [MQTT-4.13.1-1]
+				end.closeReason = reasonOf(err) // [MQTT-4.13.1-1]
 			}
 			return
 		}
 	}
+}
+
+// awaitPacket waits until the next packet starts, within the keep alive [MQTT-3.1.2-22]. While it
+// waits the connection holds no read buffer.
+func (c *conn) awaitPacket() error {
+	deadline := time.Time{}
+	if c.keepAlive > 0 {
+		deadline = time.Now().Add(c.keepAlive)
+	}
+	_ = c.nc.SetReadDeadline(deadline)
+	if c.br != nil && c.br.Buffered() > 0 {
+		return nil
+	}
+	c.releaseReader()
+	if _, err := io.ReadFull(c.nc, c.hb[:]); err != nil {
+		return err
+	}
+	c.hbRead = true
+	return nil
+}
+
+// nextPacket reads the packet awaitPacket saw start, and handles it.
+//
+//go:noinline
+func (c *conn) nextPacket(end *connEnd) error {
+	pk, err := c.readPacket()
+	if err == nil {
+		err = c.handle(&pk)
+	}
+	if errors.Is(err, errDisconnect) {
+		end.publishWill = pk.ReasonCode == 0x04 // DISCONNECT with Will Message
+		if pk.Properties.SessionExpiryIntervalFlag {
+			v := pk.Properties.SessionExpiryInterval
+			end.newExpiry = &v
+		}
+	}
+	return err
+}
+
+// connectOnFreshStack runs the CONNECT handling on a goroutine of its own and waits for it. CONNECT
+// is the deepest path a connection takes (decode, session takeover, resend); run on the reader's
+// goroutine it would leave that stack grown to 16 KiB for as long as the connection then sits idle,
+// which for a device is most of its life.
+func (c *conn) connectOnFreshStack() error {
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				c.log().Error("panic in CONNECT; closing the connection", slog.Any("panic", r), slog.String("stack", string(debug.Stack())))
+				done <- &protocolError{code: 0x80, msg: "internal error"}
+			}
+		}()
+		done <- c.connect()
+	}()
+	return <-done
 }
 
 func isNetworkEnd(err error) bool {
@@ -91,10 +148,10 @@ func isCodecError(err error) bool {
 
 func (c *conn) logEnd(err error) {
 	if isNetworkEnd(err) {
-		c.log.Debug("connection ended", slog.Any("err", err))
+		c.log().Debug("connection ended", slog.Any("err", err))
 		return
 	}
-	c.log.Info("closing connection", slog.Any("err", err))
+	c.log().Info("closing connection", slog.Any("err", err))
 }
 
 // errDisconnect: the client sent a valid DISCONNECT.
