@@ -49,6 +49,9 @@ func (c *conn) connect() error {
 	if code := pk.ConnectValidate(); code != packets.CodeSuccess {
 		return &protocolError{code: code.Code, msg: "invalid CONNECT: " + code.Reason}
 	}
+	if !pk.Connect.WillFlag && pk.Connect.WillQos != 0 {
+		return malformed("invalid CONNECT: Will QoS without the Will Flag") // [MQTT-3.1.2-11]; the codec misses it
+	}
 	cp := pk.Connect
 	if pk.Properties.AuthenticationMethod != "" {
 		c.sendConnack(0x8C, false, packets.Properties{}) // no enhanced authentication methods
@@ -102,7 +105,9 @@ func (c *conn) connect() error {
 		props.TopicAliasMaximum = topicAliasMaximum
 		props.SharedSubAvailable, props.SharedSubAvailableFlag = 0, true
 	}
+	acked := make(chan error, 1)
 	c.sess = c.srv.broker.Connect(req, c, func(present bool, err error) {
+		defer func() { acked <- err }()
 		if err != nil {
 			c.log().Error("connect not committed", slog.Any("err", err))
 			code := byte(0x80)
@@ -115,6 +120,12 @@ func (c *conn) connect() error {
 		}
 		c.sendConnack(0x00, present, props)
 	})
+	// CONNACK must be the first packet sent [MQTT-3.2.0-1]: read nothing the client pipelined
+	// behind its CONNECT before the CONNACK is queued, or a PINGRESP, or the DISCONNECT for a bad
+	// packet, would overtake it.
+	if err := <-acked; err != nil {
+		return errConnectRefused
+	}
 	return nil
 }
 
