@@ -90,7 +90,21 @@ func readPacketAfter(hb byte, r *bufio.Reader, version byte, maxSize int) (pk pa
 	if _, err := io.ReadFull(r, body); err != nil {
 		return pk, err
 	}
+	if version == 5 || (pk.FixedHeader.Type == packets.Connect && isConnect5(body)) {
+		if err := checkProperties(pk.FixedHeader.Type, pk.FixedHeader, body); err != nil {
+			return pk, err
+		}
+	}
 	return pk, decodeBody(&pk, body)
+}
+
+// isConnect5 reports whether a CONNECT body asks for protocol level 5.
+func isConnect5(body []byte) bool {
+	if len(body) < 2 {
+		return false
+	}
+	at := 2 + (int(body[0])<<8 | int(body[1]))
+	return at < len(body) && body[at] == 5
 }
 
 // decodeBody decodes a packet's variable header and payload. The codec can index past the end of a
