@@ -190,19 +190,19 @@ func (c *conn) writeLoop() {
 func (c *conn) encode(buf *bytes.Buffer, pk *packets.Packet) {
 	pk.ProtocolVersion = c.version
 	var err error
-	switch pk.FixedHeader.Type {
+	switch typ := pk.FixedHeader.Type; typ {
+	case packets.Puback, packets.Pubrec, packets.Pubrel, packets.Pubcomp:
+		if c.version == 5 && pk.ReasonCode > 0 && pk.ReasonCode < 0x80 {
+			// The codec writes a reason code only from 0x80 up; success codes such as 0x10 (no
+			// matching subscribers) would be sent as 0x00.
+			buf.Write([]byte{typ<<4 | pk.FixedHeader.Qos<<1, 3, byte(pk.PacketID >> 8), byte(pk.PacketID), pk.ReasonCode})
+			return
+		}
+		err = pk.PubackEncode(buf) // one encoder serves all four types
 	case packets.Connack:
 		err = pk.ConnackEncode(buf)
 	case packets.Publish:
 		err = pk.PublishEncode(buf)
-	case packets.Puback:
-		err = pk.PubackEncode(buf)
-	case packets.Pubrec:
-		err = pk.PubrecEncode(buf)
-	case packets.Pubrel:
-		err = pk.PubrelEncode(buf)
-	case packets.Pubcomp:
-		err = pk.PubcompEncode(buf)
 	case packets.Suback:
 		err = pk.SubackEncode(buf)
 	case packets.Unsuback:
