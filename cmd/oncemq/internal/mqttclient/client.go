@@ -1,0 +1,317 @@
+// Package mqttclient is a minimal MQTT 5.0 client transport for oncemq's own tools (torture): one
+// TCP connection that encodes and decodes packets with the mochi codec. It keeps no session state:
+// the caller owns packet identifiers, acknowledgements and resends, so that a client's state can
+// outlive its connections and be checked exactly.
+package mqttclient
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mochi-mqtt/server/v2/packets"
+)
+
+// Version is the protocol level spoken: MQTT 5.0.
+const Version = 5
+
+// MaxPacketSize bounds a packet read from the server, so that garbage cannot make us allocate
+// gigabytes.
+const MaxPacketSize = 16 << 20
+
+// DefaultWriteTimeout bounds one write when Conn.WriteTimeout is zero.
+const DefaultWriteTimeout = 10 * time.Second
+
+// Conn is one connection to a broker. Write may be called from several goroutines; Read from one
+// at a time.
+type Conn struct {
+	// WriteTimeout bounds each Write; zero means DefaultWriteTimeout.
+	WriteTimeout time.Duration
+
+	nc net.Conn
+	br *bufio.Reader
+
+	wmu  sync.Mutex // serialises writes
+	wbuf bytes.Buffer
+}
+
+// Dial opens a TCP connection to addr within timeout. Nothing is sent.
+func Dial(ctx context.Context, addr string, timeout time.Duration) (*Conn, error) {
+	d := net.Dialer{Timeout: timeout}
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	return &Conn{nc: nc, br: bufio.NewReaderSize(nc, 32<<10)}, nil
+}
+
+// Close closes the socket at once, without DISCONNECT.
+func (c *Conn) Close() error { return c.nc.Close() }
+
+// LocalAddr is the client side's address, handy to tell connections apart in logs.
+func (c *Conn) LocalAddr() string { return c.nc.LocalAddr().String() }
+
+// Buffered is the number of bytes read from the socket and not yet returned by Read: more than 0
+// means the next packet, or part of it, is already here.
+func (c *Conn) Buffered() int { return c.br.Buffered() }
+
+// SetReadDeadline bounds the pending and future Reads.
+func (c *Conn) SetReadDeadline(t time.Time) error { return c.nc.SetReadDeadline(t) }
+
+// ConnectOptions are the fields of a CONNECT.
+type ConnectOptions struct {
+	ClientID       string
+	CleanStart     bool
+	SessionExpiry  uint32 // seconds; 0: the session ends with the connection
+	ReceiveMaximum uint16 // 0: absent (65535)
+	KeepAlive      uint16 // seconds; 0: none
+}
+
+// ConnackError is a CONNACK with a failure reason code.
+type ConnackError struct{ Code byte }
+
+func (e *ConnackError) Error() string { return fmt.Sprintf("CONNACK reason code 0x%02X", e.Code) }
+
+// Connect sends CONNECT and waits up to timeout for the CONNACK, which it returns. A CONNACK with a
+// failure reason code is returned with a *ConnackError. Packets that follow the CONNACK stay
+// buffered for Read.
+func (c *Conn) Connect(o ConnectOptions, timeout time.Duration) (packets.Packet, error) {
+	pk := packets.Packet{
+		FixedHeader:     packets.FixedHeader{Type: packets.Connect},
+		ProtocolVersion: Version,
+		Connect: packets.ConnectParams{
+			ProtocolName:     []byte("MQTT"),
+			ClientIdentifier: o.ClientID,
+			Clean:            o.CleanStart,
+			Keepalive:        o.KeepAlive,
+		},
+	}
+	if o.SessionExpiry > 0 {
+		pk.Properties.SessionExpiryInterval = o.SessionExpiry
+		pk.Properties.SessionExpiryIntervalFlag = true
+	}
+	pk.Properties.ReceiveMaximum = o.ReceiveMaximum
+	if err := c.Write(pk); err != nil {
+		return packets.Packet{}, err
+	}
+	_ = c.nc.SetReadDeadline(time.Now().Add(timeout))
+	defer c.nc.SetReadDeadline(time.Time{})
+	ack, err := c.Read()
+	if err != nil {
+		return packets.Packet{}, err
+	}
+	if ack.FixedHeader.Type != packets.Connack {
+		return ack, fmt.Errorf("expected CONNACK, got %s", Describe(ack))
+	}
+	if ack.ReasonCode >= 0x80 {
+		return ack, &ConnackError{Code: ack.ReasonCode}
+	}
+	return ack, nil
+}
+
+// Write encodes pks and writes them with one system call.
+func (c *Conn) Write(pks ...packets.Packet) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.wbuf.Reset()
+	for _, pk := range pks {
+		if err := Encode(&c.wbuf, pk); err != nil {
+			return err
+		}
+	}
+	timeout := c.WriteTimeout
+	if timeout <= 0 {
+		timeout = DefaultWriteTimeout
+	}
+	_ = c.nc.SetWriteDeadline(time.Now().Add(timeout))
+	_, err := c.nc.Write(c.wbuf.Bytes())
+	if c.wbuf.Cap() > 1<<20 {
+		c.wbuf = bytes.Buffer{}
+	}
+	return err
+}
+
+// Read reads and decodes the next packet. Each packet has its own buffer, so the topic and payload
+// it holds stay valid.
+func (c *Conn) Read() (packets.Packet, error) {
+	return ReadPacket(c.br)
+}
+
+// ErrMalformed is wrapped by Read's errors for bytes that are not a valid packet from a server.
+var ErrMalformed = errors.New("malformed packet from server")
+
+// ReadPacket reads one packet sent by a server from r.
+func ReadPacket(r *bufio.Reader) (pk packets.Packet, err error) {
+	hb, err := r.ReadByte()
+	if err != nil {
+		return pk, err
+	}
+	var remaining, shift int
+	for i := 0; ; i++ {
+		b, err := r.ReadByte()
+		if err != nil {
+			return pk, noEOF(err)
+		}
+		if i == 4 || (i > 0 && b == 0) {
+			return pk, fmt.Errorf("%w: bad Remaining Length", ErrMalformed)
+		}
+		remaining |= int(b&0x7F) << shift
+		shift += 7
+		if b&0x80 == 0 {
+			break
+		}
+	}
+	if remaining > MaxPacketSize {
+		return pk, fmt.Errorf("%w: %d bytes", ErrMalformed, remaining)
+	}
+	if err := pk.FixedHeader.Decode(hb); err != nil {
+		return pk, fmt.Errorf("%w: fixed header 0x%02X: %v", ErrMalformed, hb, err)
+	}
+	pk.FixedHeader.Remaining = remaining
+	pk.ProtocolVersion = Version
+	body := make([]byte, remaining)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return pk, noEOF(err)
+	}
+	if err := decode(&pk, body); err != nil {
+		return pk, fmt.Errorf("%w: %s: %v", ErrMalformed, packets.PacketNames[pk.FixedHeader.Type], err)
+	}
+	return pk, nil
+}
+
+// noEOF turns an end of stream inside a packet into io.ErrUnexpectedEOF.
+func noEOF(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// decode decodes the body of a packet a server may send. The codec can index past the end of a
+// truncated packet: that panic is returned as an error.
+func decode(pk *packets.Packet, body []byte) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("decoder panic: %v", r)
+		}
+	}()
+	switch pk.FixedHeader.Type {
+	case packets.Connack:
+		return pk.ConnackDecode(body)
+	case packets.Publish:
+		return pk.PublishDecode(body)
+	case packets.Puback:
+		return pk.PubackDecode(body)
+	case packets.Pubrec:
+		return pk.PubrecDecode(body)
+	case packets.Pubrel:
+		return pk.PubrelDecode(body)
+	case packets.Pubcomp:
+		return pk.PubcompDecode(body)
+	case packets.Suback:
+		return pk.SubackDecode(body)
+	case packets.Unsuback:
+		return pk.UnsubackDecode(body)
+	case packets.Pingresp:
+		return nil
+	case packets.Disconnect:
+		if len(body) == 1 {
+			pk.ReasonCode = body[0] // the codec reads the reason code only when properties follow
+			return nil
+		}
+		return pk.DisconnectDecode(body)
+	case packets.Auth:
+		return pk.AuthDecode(body)
+	}
+	return fmt.Errorf("packet type %d is not sent by a server", pk.FixedHeader.Type)
+}
+
+// Encode appends pk, encoded for MQTT 5.0, to buf.
+func Encode(buf *bytes.Buffer, pk packets.Packet) error {
+	pk.ProtocolVersion = Version
+	switch pk.FixedHeader.Type {
+	case packets.Connect:
+		return pk.ConnectEncode(buf)
+	case packets.Publish:
+		return pk.PublishEncode(buf)
+	case packets.Puback:
+		return pk.PubackEncode(buf)
+	case packets.Pubrec:
+		return pk.PubrecEncode(buf)
+	case packets.Pubrel:
+		return pk.PubrelEncode(buf)
+	case packets.Pubcomp:
+		return pk.PubcompEncode(buf)
+	case packets.Subscribe:
+		return pk.SubscribeEncode(buf)
+	case packets.Unsubscribe:
+		return pk.UnsubscribeEncode(buf)
+	case packets.Pingreq:
+		return pk.PingreqEncode(buf)
+	case packets.Disconnect:
+		return pk.DisconnectEncode(buf)
+	}
+	return fmt.Errorf("mqttclient: cannot encode packet type %d", pk.FixedHeader.Type)
+}
+
+// Publish builds a PUBLISH.
+func Publish(topic string, qos byte, id uint16, payload []byte, dup bool) packets.Packet {
+	return packets.Packet{
+		FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: qos, Dup: dup},
+		TopicName:   topic,
+		PacketID:    id,
+		Payload:     payload,
+	}
+}
+
+// Ack builds a PUBACK, PUBREC, PUBREL (fixed header 0x62) or PUBCOMP with a reason code.
+func Ack(typ byte, id uint16, reason byte) packets.Packet {
+	pk := packets.Packet{FixedHeader: packets.FixedHeader{Type: typ}, PacketID: id, ReasonCode: reason}
+	if typ == packets.Pubrel {
+		pk.FixedHeader.Qos = 1 // [MQTT-3.6.1-1]
+	}
+	return pk
+}
+
+// Subscribe builds a SUBSCRIBE (fixed header 0x82) for one filter.
+func Subscribe(id uint16, filter string, qos byte) packets.Packet {
+	return packets.Packet{
+		FixedHeader: packets.FixedHeader{Type: packets.Subscribe, Qos: 1},
+		PacketID:    id,
+		Filters:     packets.Subscriptions{{Filter: filter, Qos: qos}},
+	}
+}
+
+// Disconnect builds a DISCONNECT with a reason code.
+func Disconnect(reason byte) packets.Packet {
+	return packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Disconnect}, ReasonCode: reason}
+}
+
+// Describe is a one-line summary of pk for messages.
+func Describe(pk packets.Packet) string {
+	name := strings.ToUpper(packets.PacketNames[pk.FixedHeader.Type])
+	switch pk.FixedHeader.Type {
+	case packets.Publish:
+		return fmt.Sprintf("PUBLISH(topic=%q qos=%d id=%d dup=%t %d bytes)", pk.TopicName, pk.FixedHeader.Qos,
+			pk.PacketID, pk.FixedHeader.Dup, len(pk.Payload))
+	case packets.Puback, packets.Pubrec, packets.Pubrel, packets.Pubcomp:
+		return fmt.Sprintf("%s(id=%d reason=0x%02X)", name, pk.PacketID, pk.ReasonCode)
+	case packets.Connack:
+		return fmt.Sprintf("CONNACK(present=%t reason=0x%02X)", pk.SessionPresent, pk.ReasonCode)
+	case packets.Disconnect:
+		return fmt.Sprintf("DISCONNECT(reason=0x%02X)", pk.ReasonCode)
+	case packets.Suback:
+		return fmt.Sprintf("SUBACK(id=%d codes=% x)", pk.PacketID, pk.ReasonCodes)
+	}
+	return name
+}

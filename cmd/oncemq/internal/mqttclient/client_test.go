@@ -1,0 +1,64 @@
+package mqttclient
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+
+	"github.com/mochi-mqtt/server/v2/packets"
+)
+
+func TestReadPacketRoundTrip(t *testing.T) {
+	var buf bytes.Buffer
+	pks := []packets.Packet{
+		Publish("a/b", 2, 7, []byte("payload"), true),
+		Ack(packets.Pubrec, 7, 0x97),
+		Ack(packets.Pubrel, 8, 0),
+	}
+	for _, pk := range pks {
+		if err := Encode(&buf, pk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// CONNACK is server-to-client, which Encode does not do: write it by hand (present, success,
+	// no properties), then DISCONNECT 0x8E with no properties (one byte, as brokers send it).
+	buf.Write([]byte{0x20, 0x03, 0x01, 0x00, 0x00, 0xE0, 0x01, 0x8E})
+	r := bufio.NewReader(&buf)
+	want := []string{
+		`PUBLISH(topic="a/b" qos=2 id=7 dup=true 7 bytes)`,
+		"PUBREC(id=7 reason=0x97)",
+		"PUBREL(id=8 reason=0x00)",
+		"CONNACK(present=true reason=0x00)",
+		"DISCONNECT(reason=0x8E)",
+	}
+	for _, w := range want {
+		pk, err := ReadPacket(r)
+		if err != nil {
+			t.Fatalf("reading %s: %v", w, err)
+		}
+		if got := Describe(pk); got != w {
+			t.Errorf("read %s, want %s", got, w)
+		}
+	}
+	if _, err := ReadPacket(r); err != io.EOF {
+		t.Errorf("at the end: %v, want io.EOF", err)
+	}
+}
+
+func TestReadPacketMalformed(t *testing.T) {
+	for _, in := range [][]byte{
+		{0x30, 0x80, 0x80, 0x80, 0x80, 0x00}, // 5-byte length
+		{0x30, 0x80, 0x00},                   // non-minimal length
+		{0x10, 0x00},                         // CONNECT: not sent by a server
+		{0x30, 0x02, 0x00, 0x05},             // PUBLISH whose topic runs past the end
+	} {
+		if _, err := ReadPacket(bufio.NewReader(bytes.NewReader(in))); !errors.Is(err, ErrMalformed) {
+			t.Errorf("% x: %v, want ErrMalformed", in, err)
+		}
+	}
+	if _, err := ReadPacket(bufio.NewReader(bytes.NewReader([]byte{0x30, 0x05, 0x00}))); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("truncated packet: %v, want io.ErrUnexpectedEOF", err)
+	}
+}
