@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mochi-mqtt/server/v2/packets"
+	"github.com/oncemq/oncemq/mqtt/wire"
 	"github.com/oncemq/oncemq/session"
 )
 
@@ -189,30 +190,7 @@ func (c *conn) writeLoop() {
 // encode appends pk to buf in the client's protocol version.
 func (c *conn) encode(buf *bytes.Buffer, pk *packets.Packet) {
 	pk.ProtocolVersion = c.version
-	var err error
-	switch typ := pk.FixedHeader.Type; typ {
-	case packets.Puback, packets.Pubrec, packets.Pubrel, packets.Pubcomp:
-		if c.version == 5 && pk.ReasonCode > 0 && pk.ReasonCode < 0x80 {
-			// The codec writes a reason code only from 0x80 up; success codes such as 0x10 (no
-			// matching subscribers) would be sent as 0x00.
-			buf.Write([]byte{typ<<4 | pk.FixedHeader.Qos<<1, 3, byte(pk.PacketID >> 8), byte(pk.PacketID), pk.ReasonCode})
-			return
-		}
-		err = pk.PubackEncode(buf) // one encoder serves all four types
-	case packets.Connack:
-		err = pk.ConnackEncode(buf)
-	case packets.Publish:
-		err = pk.PublishEncode(buf)
-	case packets.Suback:
-		err = pk.SubackEncode(buf)
-	case packets.Unsuback:
-		err = pk.UnsubackEncode(buf)
-	case packets.Pingresp:
-		err = pk.PingrespEncode(buf)
-	case packets.Disconnect:
-		err = pk.DisconnectEncode(buf)
-	}
-	if err != nil {
+	if err := wire.Encode(buf, pk); err != nil {
 		c.log().Error("encode failed", slog.String("packet", packets.PacketNames[pk.FixedHeader.Type]), slog.Any("err", err))
 	}
 }

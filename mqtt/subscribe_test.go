@@ -213,6 +213,14 @@ func TestWill_MQTT_3_1_2_8(t *testing.T) {
 		p = watcher.ExpectPublish(t, "will/asks", 1, "gone")
 		watcher.Puback(p.PacketID)
 
+		// The same in its shortest form, a reason code and no property length (e0 01 04), as
+		// mosquitto sends it: the codec alone would read it as 0x00 and drop the will.
+		short := connectClean(t, b, v, "short", mqtttest.Will("will/short", []byte("gone"), 1, false))
+		short.WriteRaw([]byte{0xE0, 0x01, 0x04})
+		short.ExpectClosed(t)
+		p = watcher.ExpectPublish(t, "will/short", 1, "gone")
+		watcher.Puback(p.PacketID)
+
 		// [MQTT-3.1.3-9] (D13): on takeover the will is published if it has no delay, not if the
 		// new connection resumes the session before the delay.
 		for _, tc := range []struct {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mochi-mqtt/server/v2/packets"
+	"github.com/oncemq/oncemq/mqtt/wire"
 )
 
 // Timeouts of the Expect helpers: long for what must come, so that a slow machine does not fail a
@@ -97,124 +98,55 @@ func (c *Client) readLoop() {
 }
 
 // readOne reads one packet; it fails on an encoding the broker must never send (a Remaining Length
-// that is not minimal, bad fixed header flags) as well as on a closed connection.
+// that is not minimal, bad fixed header flags, a client-only packet type) as well as on a closed
+// connection.
 func readOne(br *bufio.Reader, version byte) (r Received) {
 	hb, err := br.ReadByte()
 	if err != nil {
 		r.Err = err
 		return r
 	}
-	raw := []byte{hb}
-	var remaining, shift int
-	for i := 0; ; i++ {
-		b, err := br.ReadByte()
-		if err != nil {
-			r.Err = fmt.Errorf("connection ended inside a fixed header: %w", err)
-			return r
+	rec := &recorder{r: br, raw: []byte{hb}}
+	pk, body, err := wire.ReadFrame(hb, rec, version, 0)
+	r.Raw, r.Packet = rec.raw, pk
+	switch {
+	case err != nil:
+		r.Err = fmt.Errorf("broker sent bad bytes or the connection ended inside a packet (% x): %w", r.Raw, err)
+	case !wire.FromServer(pk.FixedHeader.Type):
+		r.Err = fmt.Errorf("packet type %d is not sent by a server", pk.FixedHeader.Type)
+	default:
+		if err := wire.Decode(&r.Packet, body); err != nil {
+			r.Err = fmt.Errorf("broker sent an undecodable %s (% x): %w", packets.PacketNames[pk.FixedHeader.Type], r.Raw, err)
 		}
-		raw = append(raw, b)
-		if i > 0 && b == 0 || i == 4 {
-			r.Err = fmt.Errorf("broker sent a malformed Remaining Length % x", raw[1:])
-			return r
-		}
-		remaining |= int(b&0x7F) << shift
-		shift += 7
-		if b&0x80 == 0 {
-			break
-		}
-	}
-	body := make([]byte, remaining)
-	if _, err := io.ReadFull(br, body); err != nil {
-		r.Err = fmt.Errorf("connection ended inside a packet (% x): %w", raw, err)
-		return r
-	}
-	r.Raw = append(raw, body...)
-	pk := &r.Packet
-	if err := pk.FixedHeader.Decode(hb); err != nil {
-		r.Err = fmt.Errorf("broker sent a bad fixed header 0x%02X: %w", hb, err)
-		return r
-	}
-	pk.FixedHeader.Remaining = remaining
-	pk.ProtocolVersion = version
-	if err := decode(pk, body); err != nil {
-		r.Err = fmt.Errorf("broker sent an undecodable %s (% x): %w", packets.PacketNames[pk.FixedHeader.Type], r.Raw, err)
 	}
 	return r
 }
 
-// decode decodes a packet sent by a server.
-func decode(pk *packets.Packet, body []byte) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("decoder panic: %v", r)
-		}
-	}()
-	switch pk.FixedHeader.Type {
-	case packets.Connack:
-		return pk.ConnackDecode(body)
-	case packets.Publish:
-		return pk.PublishDecode(body)
-	case packets.Puback:
-		return pk.PubackDecode(body)
-	case packets.Pubrec:
-		return pk.PubrecDecode(body)
-	case packets.Pubrel:
-		return pk.PubrelDecode(body)
-	case packets.Pubcomp:
-		return pk.PubcompDecode(body)
-	case packets.Suback:
-		return pk.SubackDecode(body)
-	case packets.Unsuback:
-		return pk.UnsubackDecode(body)
-	case packets.Pingresp:
-		if len(body) != 0 {
-			return errors.New("PINGRESP with a body")
-		}
-		return nil
-	case packets.Disconnect:
-		if pk.ProtocolVersion == 5 && len(body) == 1 {
-			pk.ReasonCode = body[0] // the codec reads the reason code only when properties follow
-			return nil
-		}
-		return pk.DisconnectDecode(body)
-	case packets.Auth:
-		return pk.AuthDecode(body)
-	default:
-		return fmt.Errorf("packet type %d is not sent by a server", pk.FixedHeader.Type)
+// recorder keeps every byte read through it, for Received.Raw.
+type recorder struct {
+	r   *bufio.Reader
+	raw []byte
+}
+
+func (c *recorder) ReadByte() (byte, error) {
+	b, err := c.r.ReadByte()
+	if err == nil {
+		c.raw = append(c.raw, b)
 	}
+	return b, err
+}
+
+func (c *recorder) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.raw = append(c.raw, p[:n]...)
+	return n, err
 }
 
 // Encode encodes pk for protocol version.
 func Encode(pk packets.Packet, version byte) ([]byte, error) {
 	pk.ProtocolVersion = version
 	var buf bytes.Buffer
-	var err error
-	switch pk.FixedHeader.Type {
-	case packets.Connect:
-		err = pk.ConnectEncode(&buf)
-	case packets.Publish:
-		err = pk.PublishEncode(&buf)
-	case packets.Puback:
-		err = pk.PubackEncode(&buf)
-	case packets.Pubrec:
-		err = pk.PubrecEncode(&buf)
-	case packets.Pubrel:
-		err = pk.PubrelEncode(&buf)
-	case packets.Pubcomp:
-		err = pk.PubcompEncode(&buf)
-	case packets.Subscribe:
-		err = pk.SubscribeEncode(&buf)
-	case packets.Unsubscribe:
-		err = pk.UnsubscribeEncode(&buf)
-	case packets.Pingreq:
-		err = pk.PingreqEncode(&buf)
-	case packets.Disconnect:
-		err = pk.DisconnectEncode(&buf)
-	case packets.Auth:
-		err = pk.AuthEncode(&buf)
-	default:
-		err = fmt.Errorf("mqtttest: cannot encode packet type %d", pk.FixedHeader.Type)
-	}
+	err := wire.Encode(&buf, &pk)
 	return buf.Bytes(), err
 }
 

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mochi-mqtt/server/v2/packets"
+	"github.com/oncemq/oncemq/mqtt/wire"
 )
 
 // Version is the protocol level spoken: MQTT 5.0.
@@ -148,7 +149,7 @@ func (c *Conn) Read() (packets.Packet, error) {
 }
 
 // ErrMalformed is wrapped by Read's errors for bytes that are not a valid packet from a server.
-var ErrMalformed = errors.New("malformed packet from server")
+var ErrMalformed = wire.ErrMalformed
 
 // ReadPacket reads one packet sent by a server from r.
 func ReadPacket(r *bufio.Reader) (pk packets.Packet, err error) {
@@ -156,112 +157,26 @@ func ReadPacket(r *bufio.Reader) (pk packets.Packet, err error) {
 	if err != nil {
 		return pk, err
 	}
-	var remaining, shift int
-	for i := 0; ; i++ {
-		b, err := r.ReadByte()
-		if err != nil {
-			return pk, noEOF(err)
+	pk, body, err := wire.ReadFrame(hb, r, Version, MaxPacketSize)
+	if err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return pk, err
 		}
-		if i == 4 || (i > 0 && b == 0) {
-			return pk, fmt.Errorf("%w: bad Remaining Length", ErrMalformed)
-		}
-		remaining |= int(b&0x7F) << shift
-		shift += 7
-		if b&0x80 == 0 {
-			break
-		}
+		return pk, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
-	if remaining > MaxPacketSize {
-		return pk, fmt.Errorf("%w: %d bytes", ErrMalformed, remaining)
+	if !wire.FromServer(pk.FixedHeader.Type) {
+		return pk, fmt.Errorf("%w: packet type %d is not sent by a server", ErrMalformed, pk.FixedHeader.Type)
 	}
-	if err := pk.FixedHeader.Decode(hb); err != nil {
-		return pk, fmt.Errorf("%w: fixed header 0x%02X: %v", ErrMalformed, hb, err)
-	}
-	pk.FixedHeader.Remaining = remaining
-	pk.ProtocolVersion = Version
-	body := make([]byte, remaining)
-	if _, err := io.ReadFull(r, body); err != nil {
-		return pk, noEOF(err)
-	}
-	if err := decode(&pk, body); err != nil {
+	if err := wire.Decode(&pk, body); err != nil {
 		return pk, fmt.Errorf("%w: %s: %v", ErrMalformed, packets.PacketNames[pk.FixedHeader.Type], err)
 	}
 	return pk, nil
 }
 
-// noEOF turns an end of stream inside a packet into io.ErrUnexpectedEOF.
-func noEOF(err error) error {
-	if errors.Is(err, io.EOF) {
-		return io.ErrUnexpectedEOF
-	}
-	return err
-}
-
-// decode decodes the body of a packet a server may send. The codec can index past the end of a
-// truncated packet: that panic is returned as an error.
-func decode(pk *packets.Packet, body []byte) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("decoder panic: %v", r)
-		}
-	}()
-	switch pk.FixedHeader.Type {
-	case packets.Connack:
-		return pk.ConnackDecode(body)
-	case packets.Publish:
-		return pk.PublishDecode(body)
-	case packets.Puback:
-		return pk.PubackDecode(body)
-	case packets.Pubrec:
-		return pk.PubrecDecode(body)
-	case packets.Pubrel:
-		return pk.PubrelDecode(body)
-	case packets.Pubcomp:
-		return pk.PubcompDecode(body)
-	case packets.Suback:
-		return pk.SubackDecode(body)
-	case packets.Unsuback:
-		return pk.UnsubackDecode(body)
-	case packets.Pingresp:
-		return nil
-	case packets.Disconnect:
-		if len(body) == 1 {
-			pk.ReasonCode = body[0] // the codec reads the reason code only when properties follow
-			return nil
-		}
-		return pk.DisconnectDecode(body)
-	case packets.Auth:
-		return pk.AuthDecode(body)
-	}
-	return fmt.Errorf("packet type %d is not sent by a server", pk.FixedHeader.Type)
-}
-
 // Encode appends pk, encoded for MQTT 5.0, to buf.
 func Encode(buf *bytes.Buffer, pk packets.Packet) error {
 	pk.ProtocolVersion = Version
-	switch pk.FixedHeader.Type {
-	case packets.Connect:
-		return pk.ConnectEncode(buf)
-	case packets.Publish:
-		return pk.PublishEncode(buf)
-	case packets.Puback:
-		return pk.PubackEncode(buf)
-	case packets.Pubrec:
-		return pk.PubrecEncode(buf)
-	case packets.Pubrel:
-		return pk.PubrelEncode(buf)
-	case packets.Pubcomp:
-		return pk.PubcompEncode(buf)
-	case packets.Subscribe:
-		return pk.SubscribeEncode(buf)
-	case packets.Unsubscribe:
-		return pk.UnsubscribeEncode(buf)
-	case packets.Pingreq:
-		return pk.PingreqEncode(buf)
-	case packets.Disconnect:
-		return pk.DisconnectEncode(buf)
-	}
-	return fmt.Errorf("mqttclient: cannot encode packet type %d", pk.FixedHeader.Type)
+	return wire.Encode(buf, &pk)
 }
 
 // Publish builds a PUBLISH.

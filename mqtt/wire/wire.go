@@ -1,0 +1,189 @@
+// Package wire puts MQTT packets on a byte stream and takes them off it, around the mochi codec:
+// the Remaining Length (at most 4 bytes, minimally encoded), a size bound checked before the body
+// is allocated, and decoding and encoding by packet type in both directions, with the codec's gaps
+// filled. The broker, its test client and the torture client all read and write through it, so a
+// fix here is a fix everywhere.
+package wire
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/mochi-mqtt/server/v2/packets"
+)
+
+// ErrMalformed is wrapped by every error about bytes that are not a valid packet.
+var ErrMalformed = errors.New("malformed packet")
+
+// ErrTooLarge is wrapped by ReadFrame's error for a packet over its size bound.
+var ErrTooLarge = errors.New("packet too large")
+
+// ReadRemainingLength reads a Variable Byte Integer and rejects encodings longer than 4 bytes or
+// not minimal [MQTT-1.5.5-1] (the codec accepts 80 80 80 80 00 as 0).
+func ReadRemainingLength(r io.ByteReader) (int, error) {
+	var n, shift int
+	for i := 0; i < 4; i++ {
+		b, err := r.ReadByte()
+		if err != nil {
+			return 0, noEOF(err) // the fixed header byte came before: the packet is cut
+		}
+		if i > 0 && b == 0 {
+			return 0, fmt.Errorf("%w: remaining length not minimally encoded", ErrMalformed)
+		}
+		n |= int(b&0x7F) << shift
+		if b&0x80 == 0 {
+			return n, nil
+		}
+		shift += 7
+	}
+	return 0, fmt.Errorf("%w: remaining length longer than 4 bytes", ErrMalformed)
+}
+
+// Reader is what ReadFrame reads from: a *bufio.Reader, or a wrapper that records the bytes.
+type Reader interface {
+	io.Reader
+	io.ByteReader
+}
+
+// FromClient reports whether a client may send packets of type typ.
+func FromClient(typ byte) bool {
+	switch typ {
+	case packets.Connect, packets.Publish, packets.Puback, packets.Pubrec, packets.Pubrel, packets.Pubcomp,
+		packets.Subscribe, packets.Unsubscribe, packets.Pingreq, packets.Disconnect, packets.Auth:
+		return true
+	}
+	return false
+}
+
+// FromServer reports whether a server may send packets of type typ.
+func FromServer(typ byte) bool {
+	switch typ {
+	case packets.Connack, packets.Publish, packets.Puback, packets.Pubrec, packets.Pubrel, packets.Pubcomp,
+		packets.Suback, packets.Unsuback, packets.Pingresp, packets.Disconnect, packets.Auth:
+		return true
+	}
+	return false
+}
+
+// ReadFrame reads the rest of a packet whose first byte hb was already read: the fixed header is
+// decoded into pk, and the body returned undecoded. maxSize (0: none) bounds the whole packet
+// before its body is allocated [MQTT-3.2.2-15]. The body is a fresh buffer, so the strings and
+// slices the decoder aliases into it stay valid for as long as they are kept.
+func ReadFrame(hb byte, r Reader, version byte, maxSize int) (pk packets.Packet, body []byte, err error) {
+	if err := pk.FixedHeader.Decode(hb); err != nil {
+		return pk, nil, err // a packets.Code: flags, QoS, DUP without QoS
+	}
+	remaining, err := ReadRemainingLength(r)
+	if err != nil {
+		return pk, nil, err
+	}
+	if maxSize > 0 && 1+remaining > maxSize {
+		return pk, nil, fmt.Errorf("%w: %d bytes, the maximum is %d", ErrTooLarge, remaining, maxSize)
+	}
+	pk.FixedHeader.Remaining = remaining
+	pk.ProtocolVersion = version
+	body = make([]byte, remaining)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return pk, nil, noEOF(err)
+	}
+	return pk, body, nil
+}
+
+// noEOF turns an end of stream inside a packet into io.ErrUnexpectedEOF.
+func noEOF(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// Decode decodes a packet body according to pk's fixed header and protocol version. The codec can
+// index past the end of a truncated packet; that panic is returned as an ErrMalformed error.
+func Decode(pk *packets.Packet, body []byte) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: truncated %s", ErrMalformed, packets.PacketNames[pk.FixedHeader.Type])
+		}
+	}()
+	switch pk.FixedHeader.Type {
+	case packets.Connect:
+		return pk.ConnectDecode(body)
+	case packets.Connack:
+		return pk.ConnackDecode(body)
+	case packets.Publish:
+		return pk.PublishDecode(body)
+	case packets.Puback:
+		return pk.PubackDecode(body)
+	case packets.Pubrec:
+		return pk.PubrecDecode(body)
+	case packets.Pubrel:
+		return pk.PubrelDecode(body)
+	case packets.Pubcomp:
+		return pk.PubcompDecode(body)
+	case packets.Subscribe:
+		return pk.SubscribeDecode(body)
+	case packets.Suback:
+		return pk.SubackDecode(body)
+	case packets.Unsubscribe:
+		return pk.UnsubscribeDecode(body)
+	case packets.Unsuback:
+		return pk.UnsubackDecode(body)
+	case packets.Pingreq, packets.Pingresp:
+		if len(body) != 0 {
+			return fmt.Errorf("%w: %s with a body", ErrMalformed, packets.PacketNames[pk.FixedHeader.Type])
+		}
+		return nil
+	case packets.Disconnect:
+		if pk.ProtocolVersion == 5 && len(body) == 1 {
+			pk.ReasonCode = body[0] // the codec reads the reason code only when properties follow
+			return nil
+		}
+		return pk.DisconnectDecode(body)
+	case packets.Auth:
+		return pk.AuthDecode(body)
+	}
+	return fmt.Errorf("%w: packet type %d", ErrMalformed, pk.FixedHeader.Type)
+}
+
+// Encode appends pk to buf, in pk.ProtocolVersion.
+func Encode(buf *bytes.Buffer, pk *packets.Packet) error {
+	switch typ := pk.FixedHeader.Type; typ {
+	case packets.Connect:
+		return pk.ConnectEncode(buf)
+	case packets.Connack:
+		return pk.ConnackEncode(buf)
+	case packets.Publish:
+		return pk.PublishEncode(buf)
+	case packets.Puback, packets.Pubrec, packets.Pubrel, packets.Pubcomp:
+		if pk.ProtocolVersion == 5 && pk.ReasonCode > 0 && pk.ReasonCode < 0x80 && !hasAckProperties(pk) {
+			// The codec writes a reason code only from 0x80 up, or with properties: a success
+			// code such as 0x10 (no matching subscribers) would go out as 0x00.
+			buf.Write([]byte{typ<<4 | pk.FixedHeader.Qos<<1, 3, byte(pk.PacketID >> 8), byte(pk.PacketID), pk.ReasonCode})
+			return nil
+		}
+		return pk.PubackEncode(buf) // one codec encoder serves all four types
+	case packets.Subscribe:
+		return pk.SubscribeEncode(buf)
+	case packets.Suback:
+		return pk.SubackEncode(buf)
+	case packets.Unsubscribe:
+		return pk.UnsubscribeEncode(buf)
+	case packets.Unsuback:
+		return pk.UnsubackEncode(buf)
+	case packets.Pingreq:
+		return pk.PingreqEncode(buf)
+	case packets.Pingresp:
+		return pk.PingrespEncode(buf)
+	case packets.Disconnect:
+		return pk.DisconnectEncode(buf)
+	case packets.Auth:
+		return pk.AuthEncode(buf)
+	}
+	return fmt.Errorf("wire: cannot encode packet type %d", pk.FixedHeader.Type)
+}
+
+func hasAckProperties(pk *packets.Packet) bool {
+	return pk.Properties.ReasonString != "" || len(pk.Properties.User) > 0
+}
