@@ -155,12 +155,21 @@ func Encode(buf *bytes.Buffer, pk *packets.Packet) error {
 	case packets.Connack:
 		return pk.ConnackEncode(buf)
 	case packets.Publish:
+		if !hasPublishProperties(pk) {
+			return encodePublish(buf, pk)
+		}
 		return pk.PublishEncode(buf)
 	case packets.Puback, packets.Pubrec, packets.Pubrel, packets.Pubcomp:
-		if pk.ProtocolVersion == 5 && pk.ReasonCode > 0 && pk.ReasonCode < 0x80 && !hasAckProperties(pk) {
-			// The codec writes a reason code only from 0x80 up, or with properties: a success
-			// code such as 0x10 (no matching subscribers) would go out as 0x00.
-			buf.Write([]byte{typ<<4 | pk.FixedHeader.Qos<<1, 3, byte(pk.PacketID >> 8), byte(pk.PacketID), pk.ReasonCode})
+		if !hasAckProperties(pk) {
+			// Written here rather than by the codec: it looks every property up in a map on every
+			// encode, and writes a reason code only from 0x80 up, so a success code such as 0x10
+			// (no matching subscribers) would go out as 0x00.
+			hb := typ<<4 | pk.FixedHeader.Qos<<1
+			if pk.ProtocolVersion == 5 && pk.ReasonCode != 0 {
+				buf.Write([]byte{hb, 3, byte(pk.PacketID >> 8), byte(pk.PacketID), pk.ReasonCode})
+			} else {
+				buf.Write([]byte{hb, 2, byte(pk.PacketID >> 8), byte(pk.PacketID)})
+			}
 			return nil
 		}
 		return pk.PubackEncode(buf) // one codec encoder serves all four types
@@ -182,6 +191,61 @@ func Encode(buf *bytes.Buffer, pk *packets.Packet) error {
 		return pk.AuthEncode(buf)
 	}
 	return fmt.Errorf("wire: cannot encode packet type %d", pk.FixedHeader.Type)
+}
+
+// hasPublishProperties reports whether a PUBLISH carries any property to encode (5.0).
+func hasPublishProperties(pk *packets.Packet) bool {
+	p := &pk.Properties
+	return pk.ProtocolVersion == 5 && (p.PayloadFormatFlag || p.MessageExpiryInterval != 0 || p.ContentType != "" ||
+		p.ResponseTopic != "" || len(p.CorrelationData) > 0 || len(p.SubscriptionIdentifier) > 0 ||
+		len(p.User) > 0 || p.TopicAlias != 0)
+}
+
+// encodePublish writes a PUBLISH without properties, the common case, without the codec's
+// per-property map lookups and intermediate buffers.
+func encodePublish(buf *bytes.Buffer, pk *packets.Packet) error {
+	fh := &pk.FixedHeader
+	if fh.Qos > 0 && pk.PacketID == 0 {
+		return packets.ErrProtocolViolationNoPacketID // [MQTT-2.2.1-3]
+	}
+	remaining := 2 + len(pk.TopicName) + len(pk.Payload)
+	if fh.Qos > 0 {
+		remaining += 2
+	}
+	if pk.ProtocolVersion == 5 {
+		remaining++ // property length 0
+	}
+	hb := packets.Publish<<4 | fh.Qos<<1
+	if fh.Dup {
+		hb |= 0x08
+	}
+	if fh.Retain {
+		hb |= 0x01
+	}
+	buf.WriteByte(hb)
+	for {
+		b := byte(remaining & 0x7F)
+		remaining >>= 7
+		if remaining > 0 {
+			b |= 0x80
+		}
+		buf.WriteByte(b)
+		if remaining == 0 {
+			break
+		}
+	}
+	buf.WriteByte(byte(len(pk.TopicName) >> 8))
+	buf.WriteByte(byte(len(pk.TopicName)))
+	buf.WriteString(pk.TopicName)
+	if fh.Qos > 0 {
+		buf.WriteByte(byte(pk.PacketID >> 8))
+		buf.WriteByte(byte(pk.PacketID))
+	}
+	if pk.ProtocolVersion == 5 {
+		buf.WriteByte(0)
+	}
+	buf.Write(pk.Payload)
+	return nil
 }
 
 func hasAckProperties(pk *packets.Packet) bool {

@@ -100,3 +100,30 @@ func TestDirections(t *testing.T) {
 		t.Fatal("packet directions wrong")
 	}
 }
+
+// The PUBLISH written without the codec is byte for byte what the codec writes.
+func TestEncodePublishMatchesCodec(t *testing.T) {
+	big := bytes.Repeat([]byte("x"), 300)
+	for _, v := range []byte{4, 5} {
+		for _, qos := range []byte{0, 1, 2} {
+			for _, payload := range [][]byte{nil, []byte("hello"), big} {
+				pk := packets.Packet{ProtocolVersion: v, TopicName: "a/b", Payload: payload, PacketID: 0,
+					FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: qos, Dup: qos > 0, Retain: true}}
+				if qos > 0 {
+					pk.PacketID = 513
+				}
+				var ours, codec bytes.Buffer
+				if err := Encode(&ours, &pk); err != nil {
+					t.Fatal(err)
+				}
+				cp := pk
+				if err := cp.PublishEncode(&codec); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(ours.Bytes(), codec.Bytes()) {
+					t.Errorf("v%d qos%d %d bytes: ours % x, codec % x", v, qos, len(payload), ours.Bytes()[:8], codec.Bytes()[:8])
+				}
+			}
+		}
+	}
+}
