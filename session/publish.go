@@ -71,6 +71,13 @@ func (b *Broker) Publish(s *Session, c Conn, m *inflight.Message, id uint16, inb
 		}
 		reply = ack(packets.Pubrec, id, reason)
 	}
+	if m.QoS == 0 && batch.Len() == 0 {
+		// Nothing to commit (no retained change): a QoS 0 message promises nothing, so it goes
+		// out now instead of behind the commits under way. It may overtake a QoS 1/2 message of
+		// the same publisher still committing; ordering is only promised per QoS [MQTT-4.6.0-5].
+		out.flush(b.crashAt)
+		return nil
+	}
 	b.submit(batch, func(err error) {
 		if err != nil {
 			b.log.Error("commit failed: publish not acknowledged", slog.String("client", s.ClientID), slog.Any("err", err))
