@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -23,6 +24,19 @@ func init() {
 
 // runServe runs the broker until SIGINT or SIGTERM. Exit codes: 0 after a clean shutdown,
 // 1 if the broker cannot start or fails, 2 for bad flags or environment variables.
+// defaultGCPercent is the GOGC the broker runs with unless the GOGC variable says otherwise. A broker's
+// live heap is small (sessions and in-flight tables) while every message makes short-lived garbage,
+// so at Go's default of 100 the collector runs so often that, with its stack shrinking, it costs
+// more than the broker's own work: BenchmarkQoS2 (sync=none, 10 publishers) goes from about 28k to
+// 50k msgs/s at 400. Idle connections make no garbage, so their memory does not grow with it.
+const defaultGCPercent = 400
+
+func tuneGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(defaultGCPercent)
+	}
+}
+
 func runServe(args []string) int {
 	cfg, err := parseServeConfig(args, os.Getenv)
 	if errors.Is(err, flag.ErrHelp) {
@@ -40,6 +54,7 @@ func runServe(args []string) int {
 
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	slog.SetDefault(log)
+	tuneGC()
 
 	// Subscribe before binding, so that a signal arriving during recovery is not lost.
 	sigs := make(chan os.Signal, 2)
