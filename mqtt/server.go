@@ -104,6 +104,9 @@ func (s *Server) Broker() *session.Broker { return s.broker }
 // errors (out of file descriptors) back off instead of spinning.
 func (s *Server) Serve() error {
 	defer close(s.serveDone)
+	trimDone := make(chan struct{})
+	defer close(trimDone)
+	go trimLoop(trimDone)
 	var backoff time.Duration
 	for {
 		nc, err := s.ln.Accept()
