@@ -1,0 +1,66 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// workload is the shape of a message test: how many publishers and subscribers, at which QoS.
+type workload struct {
+	Name string
+	Pubs int  // publishers, each on its own topic under the run's prefix
+	Subs int  // subscribers, each on PREFIX/#
+	QoS  byte // of the publishes and of the subscriptions
+}
+
+// workloads are the named message tests. Each runs with every payload size compare is given.
+var workloads = []workload{
+	{Name: "qos2-1to1", Pubs: 10, Subs: 1, QoS: 2},
+	{Name: "qos2-fanout", Pubs: 1, Subs: 50, QoS: 2},
+	{Name: "qos1-fanin", Pubs: 10, Subs: 1, QoS: 1},
+	{Name: "qos0-fanin", Pubs: 10, Subs: 1, QoS: 0},
+}
+
+// connsWorkload is the name of the idle-connection test in compare's --workloads.
+const connsWorkload = "conns"
+
+// findWorkload returns the named message workload.
+func findWorkload(name string) (workload, error) {
+	for _, w := range workloads {
+		if w.Name == name {
+			return w, nil
+		}
+	}
+	return workload{}, fmt.Errorf("unknown workload %q (known: %s)", name, workloadNames())
+}
+
+func workloadNames() string {
+	var names []string
+	for _, w := range workloads {
+		names = append(names, w.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// loadParams are the knobs shared by every message workload.
+type loadParams struct {
+	Size          int           // payload bytes, at least headerSize
+	Count         int           // messages published in all, split over the publishers; 0: until Duration
+	Duration      time.Duration // stop publishing after this long; 0: until Count
+	Rate          float64       // target publish rate of all publishers together, msgs/s; 0: unpaced
+	Window        int           // per-publisher unacknowledged QoS 1/2 publishes
+	ReceiveMax    int           // Receive Maximum the subscribers announce
+	Drain         time.Duration // how long to wait for deliveries after the last publish
+	Settle        time.Duration // extra wait once all expected messages arrived, to catch late duplicates
+	SessionExpiry uint32        // Session Expiry Interval of every client, seconds
+}
+
+// perPublisher splits a total count over n publishers; the first ones get the remainder.
+func perPublisher(total, n, i int) int {
+	c := total / n
+	if i < total%n {
+		c++
+	}
+	return c
+}
