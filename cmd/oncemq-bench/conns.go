@@ -45,8 +45,11 @@ type connsConfig struct {
 var connsPerSource = 20000
 
 const (
-	connsDialers    = 32               // connections being set up at once
-	connsSettle     = 2 * time.Second  // wait before reading the broker's memory
+	connsDialers = 32 // connections being set up at once
+	// connsSettle is how long the connections sit idle before the broker's memory is read: the
+	// steady state of idle devices, not the garbage of the connect burst. oncemq gives memory back
+	// after 5 to 10 s of quiet; mosquitto and mochi do not change with the wait.
+	connsSettle     = 12 * time.Second
 	connackTimeout  = 10 * time.Second // per connection
 	connsMaxFailure = 100              // give up after this many failed connections (or 1%)
 )

@@ -1,0 +1,161 @@
+package session
+
+import (
+	"io"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mochi-mqtt/server/v2/packets"
+	"github.com/oncemq/oncemq/inflight"
+)
+
+// fakeConn records what the broker sends it.
+type fakeConn struct {
+	mu     sync.Mutex
+	sent   []packets.Packet
+	closed bool
+	got    chan struct{}
+}
+
+func newFakeConn() *fakeConn { return &fakeConn{got: make(chan struct{}, 1000)} }
+
+func (c *fakeConn) Send(pk packets.Packet) {
+	c.mu.Lock()
+	c.sent = append(c.sent, pk)
+	c.mu.Unlock()
+	c.got <- struct{}{}
+}
+
+func (c *fakeConn) Close(byte) {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+}
+
+// next waits for the next packet of type typ and returns it, skipping nothing.
+func (c *fakeConn) next(t *testing.T, typ byte) packets.Packet {
+	t.Helper()
+	select {
+	case <-c.got:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("no %s within 5s", packets.PacketNames[typ])
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pk := c.sent[0]
+	c.sent = c.sent[1:]
+	if pk.FixedHeader.Type != typ {
+		t.Fatalf("got %s, want %s", packets.PacketNames[pk.FixedHeader.Type], packets.PacketNames[typ])
+	}
+	return pk
+}
+
+func (c *fakeConn) nothing(t *testing.T) {
+	t.Helper()
+	select {
+	case <-c.got:
+		t.Fatalf("unexpected %s", packets.PacketNames[c.sent[0].FixedHeader.Type])
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+func newTestBroker(t *testing.T) *Broker {
+	t.Helper()
+	j, rec, err := inflight.Open(filepath.Join(t.TempDir(), "oncemq.db"), &inflight.Options{NoSync: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := New(j, rec, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	t.Cleanup(func() {
+		b.Close()
+		if err := j.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return b
+}
+
+func connect(t *testing.T, b *Broker, id string, expiry uint32) (*Session, *fakeConn) {
+	t.Helper()
+	c := newFakeConn()
+	done := make(chan error, 1)
+	s := b.Connect(ConnectRequest{ClientID: id, ProtocolVersion: 5, CleanStart: true, ExpiryInterval: expiry}, c,
+		func(_ bool, err error) { done <- err })
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	return s, c
+}
+
+// [MQTT-3.3.4-2] [MQTT-3.8.4-8]: overlapping subscriptions of one session deliver the message once,
+// at the highest granted QoS (never above the published QoS), with every Subscription Identifier.
+func TestOverlappingSubscriptionsDeliverOnce_MQTT_3_3_4_2(t *testing.T) {
+	b := newTestBroker(t)
+	sub, subConn := connect(t, b, "sub", 3600)
+	b.Subscribe(sub, subConn, 1, []SubscriptionRequest{
+		{Filter: "a/+", QoS: 1, Identifier: 7},
+		{Filter: "a/#", QoS: 2, Identifier: 9},
+		{Filter: "a/b", QoS: 0},
+	})
+	if got := subConn.next(t, packets.Suback).ReasonCodes; !slices.Equal(got, []byte{1, 2, 0}) {
+		t.Fatalf("granted %v, want [1 2 0]", got)
+	}
+	pub, pubConn := connect(t, b, "pub", 0)
+	for _, qos := range []byte{1, 2} {
+		if err := b.Publish(pub, pubConn, &inflight.Message{Topic: "a/b", Payload: []byte("x"), QoS: qos}, uint16(qos), 100); err != nil {
+			t.Fatal(err)
+		}
+		pk := subConn.next(t, packets.Publish)
+		if pk.FixedHeader.Qos != qos || !slices.Equal(pk.Properties.SubscriptionIdentifier, []int{7, 9}) && !slices.Equal(pk.Properties.SubscriptionIdentifier, []int{9, 7}) {
+			t.Fatalf("QoS %d, ids %v; want QoS %d with ids 7 and 9", pk.FixedHeader.Qos, pk.Properties.SubscriptionIdentifier, qos)
+		}
+		subConn.nothing(t)
+	}
+}
+
+// [MQTT-3.8.3-3]: No Local keeps a client's own messages from it.
+func TestNoLocal_MQTT_3_8_3_3(t *testing.T) {
+	b := newTestBroker(t)
+	s, c := connect(t, b, "self", 0)
+	b.Subscribe(s, c, 1, []SubscriptionRequest{{Filter: "t", QoS: 1, NoLocal: true}})
+	c.next(t, packets.Suback)
+	if err := b.Publish(s, c, &inflight.Message{Topic: "t", Payload: []byte("x"), QoS: 1}, 1, 100); err != nil {
+		t.Fatal(err)
+	}
+	if ack := c.next(t, packets.Puback); ack.ReasonCode != codeNoMatchingSubscribe {
+		t.Fatalf("PUBACK 0x%02X, want 0x10 (no matching subscribers)", ack.ReasonCode)
+	}
+	c.nothing(t)
+}
+
+// A connection that lost its session to a takeover can no longer change it: its PUBLISH is
+// ignored, and the new connection alone gets the session's traffic [MQTT-3.1.4-3].
+func TestTakenOverConnectionCannotChangeSession(t *testing.T) {
+	b := newTestBroker(t)
+	s, old := connect(t, b, "dev", 3600)
+	fresh := newFakeConn()
+	done := make(chan error, 1)
+	b.Connect(ConnectRequest{ClientID: "dev", ProtocolVersion: 5, ExpiryInterval: 3600}, fresh, func(present bool, err error) {
+		if !present {
+			t.Error("session not present after takeover")
+		}
+		done <- err
+	})
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !old.closed {
+		t.Fatal("old connection not closed")
+	}
+	if err := b.Publish(s, old, &inflight.Message{Topic: "t", Payload: []byte("x"), QoS: 2}, 5, 100); err != nil {
+		t.Fatal(err)
+	}
+	old.nothing(t)
+	if b.InboundInFlight(s) != 0 {
+		t.Fatal("the taken-over connection added an inbound id")
+	}
+}
