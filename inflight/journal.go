@@ -36,6 +36,14 @@ type Recovered struct {
 	// Expired counts sessions removed at start-up because their expiry passed while the broker
 	// was down.
 	Expired int
+	// ExpiredWills are the wills of those sessions, due now: the session layer publishes them.
+	ExpiredWills []ExpiredWill
+}
+
+// ExpiredWill is the will of a session that ended while the broker was down.
+type ExpiredWill struct {
+	ClientID string
+	Will     *Will
 }
 
 // RecoveredSession is one session with everything keyed by its client id.

@@ -94,6 +94,7 @@ type recovery struct {
 	sessions  []*RecoveredSession          // live sessions, in client id order
 	byClient  map[string]*RecoveredSession // live sessions
 	expired   map[string]bool              // sessions to delete
+	wills     []ExpiredWill                // wills of the expired sessions
 	touched   []*RecoveredSession          // sessions connected at the crash, disconnected now
 	msgs      map[uint64]*Message          // every message in msgs
 	retained  []*Message
@@ -174,6 +175,10 @@ func (r *recovery) readSession(k, v []byte) error {
 		s.DisconnectedAt+int64(s.ExpiryInterval)*1e9 <= r.now {
 		// An interval of 0 ends the session with its connection, and the crash ended that.
 		r.expired[s.ClientID] = true
+		if s.Will != nil {
+			// The session ended while the broker was down: its will is due [MQTT-3.1.3-9].
+			r.wills = append(r.wills, ExpiredWill{ClientID: s.ClientID, Will: s.Will})
+		}
 		return nil
 	}
 	rs := &RecoveredSession{Record: s}
@@ -416,7 +421,7 @@ func (r *recovery) result() (*Recovered, uint64) {
 		r.lastSeq++
 		m.Seq = r.lastSeq
 	}
-	rec := &Recovered{Retained: r.retained, Messages: r.msgs, Expired: len(r.expired)}
+	rec := &Recovered{Retained: r.retained, Messages: r.msgs, Expired: len(r.expired), ExpiredWills: r.wills}
 	for _, s := range r.sessions {
 		rec.Sessions = append(rec.Sessions, *s)
 	}

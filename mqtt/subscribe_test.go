@@ -380,3 +380,24 @@ func TestEndedSessionStaysGoneAfterRestart(t *testing.T) {
 		c.ExpectNothing(t, nothing)
 	}
 }
+
+// [MQTT-3.1.3-9] (D16, D18): a session that ends while the broker is down still leaves its will:
+// the will is published at start-up, and a persistent subscriber gets it on resume.
+func TestWillOfSessionExpiredDuringDowntime_MQTT_3_1_3_9(t *testing.T) {
+	t.Parallel()
+	b := mqtttest.StartBroker(t)
+	watcher, _ := connectDurable(t, b, v5, "will-watcher")
+	watcher.SubscribeOK(t, 1, "will/#", 1)
+	watcher.Disconnect(t)
+
+	dying := b.Dial(t, v5)
+	dying.Connect(t, "dying", false, 1, mqtttest.Will("will/dying", []byte("gone"), 1, false), mqtttest.WillDelay(60))
+	dying.Drop(t) // no DISCONNECT: the will is due at the end of the session, in 1 s
+	b.Stop(t)
+	time.Sleep(1500 * time.Millisecond)
+	b.Start(t)
+
+	watcher = resume(t, b, v5, "will-watcher")
+	p := watcher.ExpectPublish(t, "will/dying", 1, "gone")
+	watcher.Puback(p.PacketID)
+}

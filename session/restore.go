@@ -53,4 +53,15 @@ func (b *Broker) restore(rec *inflight.Recovered) {
 			b.scheduleWill(s, wait)
 		}
 	}
+	if len(rec.ExpiredWills) > 0 {
+		// Sessions that ended while the broker was down leave their wills, due now [MQTT-3.1.3-9].
+		batch := &inflight.Batch{}
+		var out outbox
+		for _, ew := range rec.ExpiredWills {
+			gone := &Session{ClientID: ew.ClientID, will: ew.Will}
+			b.publishWill(batch, gone, &out)
+		}
+		b.log.Info("published the wills of sessions that expired while the broker was down", "wills", len(rec.ExpiredWills))
+		b.submit(batch, nil)
+	}
 }
