@@ -9,6 +9,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // lockTimeout bounds the wait for the file lock, so that a second broker on the same file fails
@@ -96,9 +97,9 @@ func openBolt(path string, readOnly, noSync bool) (db *bolt.DB, err error) {
 	switch {
 	case err == nil:
 		return db, nil
-	case errors.Is(err, bolt.ErrTimeout):
+	case errors.Is(err, berrors.ErrTimeout):
 		return nil, fmt.Errorf("open %s: data file is in use by another process (is another oncemq running?): %w", path, err)
-	case errors.Is(err, bolt.ErrInvalid), errors.Is(err, bolt.ErrVersionMismatch), errors.Is(err, bolt.ErrChecksum):
+	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrVersionMismatch), errors.Is(err, berrors.ErrChecksum):
 		return nil, fmt.Errorf("open %s: %w: not a readable bbolt file: %w", path, ErrCorrupt, err)
 	default:
 		return nil, fmt.Errorf("open %s: %w", path, err)

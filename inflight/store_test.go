@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 func TestOpenInUse(t *testing.T) {
@@ -25,7 +26,7 @@ func TestOpenInUse(t *testing.T) {
 		t.Errorf("failed Open returned state %+v", rec)
 	}
 	want := fmt.Sprintf("open %s: data file is in use by another process (is another oncemq running?)", path)
-	if !strings.Contains(err.Error(), want) || !errors.Is(err, bolt.ErrTimeout) {
+	if !strings.Contains(err.Error(), want) || !errors.Is(err, berrors.ErrTimeout) {
 		t.Errorf("err = %v, want %q wrapping bbolt's timeout", err, want)
 	}
 }

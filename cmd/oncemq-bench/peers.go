@@ -202,16 +202,6 @@ func freePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-// readRSS returns the resident memory of a process in KiB, from /proc/PID/status.
-func readRSS(pid int) (int64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	return readRSSFrom(f)
-}
-
 // readRSSFrom reads VmRSS (KiB) from an open /proc/PID/status, from its start; the file can be
 // read again, so that it is opened before the test takes every file descriptor there is.
 func readRSSFrom(f *os.File) (int64, error) {

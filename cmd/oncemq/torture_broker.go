@@ -198,14 +198,6 @@ func (b *childBroker) kill() error {
 	}
 }
 
-// restart is kill -9 then start on the same port and data directory.
-func (b *childBroker) restart(ctx context.Context) error {
-	if err := b.kill(); err != nil {
-		return err
-	}
-	return b.start(ctx)
-}
-
 // stop asks the broker to shut down (SIGTERM) and waits; it kills it if it takes too long. The
 // result describes a shutdown that was not clean, "" otherwise.
 func (b *childBroker) stop() string {
