@@ -104,9 +104,13 @@ func (s *Server) Broker() *session.Broker { return s.broker }
 // errors (out of file descriptors) back off instead of spinning.
 func (s *Server) Serve() error {
 	defer close(s.serveDone)
-	trimDone := make(chan struct{})
-	defer close(trimDone)
-	go trimLoop(trimDone)
+	// Background work for as long as the broker serves; Serve waits for it before returning.
+	var background sync.WaitGroup
+	stop := make(chan struct{})
+	defer background.Wait()
+	defer close(stop)
+	background.Go(func() { trimLoop(stop) })
+	background.Go(func() { reportLoop(s.log, &s.broker.Metrics, stop) })
 	var backoff time.Duration
 	for {
 		nc, err := s.ln.Accept()
