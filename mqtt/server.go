@@ -27,6 +27,9 @@ type Config struct {
 	Logger         *slog.Logger  // default slog.Default()
 	// Crash is a test hook called at each crash point (session.CrashPoints); nil in production.
 	Crash func(point string)
+	// FailCommit is a test hook that makes commits fail as a failing disk would (see
+	// inflight.Options); nil in production.
+	FailCommit func() error
 }
 
 func (c *Config) setDefaults() {
@@ -73,7 +76,7 @@ type Server struct {
 func New(cfg Config) (*Server, error) {
 	cfg.setDefaults()
 	path := filepath.Join(cfg.DataDir, DBFile)
-	j, rec, err := inflight.Open(path, &inflight.Options{NoSync: cfg.NoSync, Logger: cfg.Logger})
+	j, rec, err := inflight.Open(path, &inflight.Options{NoSync: cfg.NoSync, Logger: cfg.Logger, FailCommit: cfg.FailCommit})
 	if err != nil {
 		return nil, err
 	}

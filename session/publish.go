@@ -39,7 +39,14 @@ func (b *Broker) Publish(s *Session, c Conn, m *inflight.Message, id uint16, inb
 	}
 	if m.QoS == 2 {
 		if reason, ok := s.inbound.Lookup(id); ok {
-			b.submit(nil, func(error) { c.Send(ack(packets.Pubrec, id, reason)) })
+			b.submit(nil, func(err error) {
+				if err != nil {
+					// The first PUBREC's state may never have reached the disk: promise nothing.
+					c.Close(codeUnspecified)
+					return
+				}
+				c.Send(ack(packets.Pubrec, id, reason))
+			})
 			return nil
 		}
 		if s.inbound.Len() >= inboundQuota {
