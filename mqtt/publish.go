@@ -57,11 +57,11 @@ func (c *conn) handlePublish(pk *packets.Packet) error {
 		m.ExpiresAt = now + int64(props.MessageExpiryInterval)*int64(time.Second)
 	}
 
+	// The quota counts the QoS 1 PUBACKs still owed, and the session adds the QoS 2 ids awaiting
+	// PUBREL, the way the client counts [MQTT-3.3.4-8]. The count goes up before the PUBACK can
+	// be sent (Send takes it down again).
 	quota := c.srv.cfg.ReceiveMaximum - int(c.qos1Pending.Load())
 	if m.QoS == 1 {
-		if quota-c.srv.broker.InboundInFlight(c.sess) <= 0 {
-			return &protocolError{code: 0x93, msg: "receive maximum exceeded"} // [MQTT-3.3.4-8]
-		}
 		c.qos1Pending.Add(1)
 	}
 	err := c.srv.broker.Publish(c.sess, c, m, pk.PacketID, quota)

@@ -8,7 +8,7 @@ import (
 	"github.com/oncemq/oncemq/inflight"
 )
 
-// ErrReceiveMaximumExceeded: the client has more QoS 2 PUBLISHes unacknowledged than the broker's
+// ErrReceiveMaximumExceeded: the client has more QoS 1 and 2 PUBLISHes unacknowledged than the broker's
 // Receive Maximum; the connection must be closed with DISCONNECT 0x93.
 var ErrReceiveMaximumExceeded = errors.New("receive maximum exceeded")
 
@@ -28,9 +28,9 @@ const (
 // PUBREC again with the same reason code, after every earlier commit, and no routing
 // [MQTT-4.3.3-10]. QoS 1: fan-out committed, then PUBACK [MQTT-4.3.2-4]. QoS 0: routed.
 //
-// inboundQuota is how many QoS 2 ids may await PUBREL at once (the broker's Receive Maximum less
-// the QoS 1 PUBACKs the connection still owes); a new QoS 2 id beyond it returns
-// ErrReceiveMaximumExceeded and changes nothing [MQTT-3.3.4-8].
+// inboundQuota is how many QoS 2 ids may await PUBREL at once: the broker's Receive Maximum less
+// the QoS 1 PUBACKs the connection owes for earlier PUBLISHes. A new QoS 1 or QoS 2 PUBLISH
+// beyond it returns ErrReceiveMaximumExceeded and changes nothing [MQTT-3.3.4-8].
 func (b *Broker) Publish(s *Session, c Conn, m *inflight.Message, id uint16, inboundQuota int) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -49,9 +49,9 @@ func (b *Broker) Publish(s *Session, c Conn, m *inflight.Message, id uint16, inb
 			})
 			return nil
 		}
-		if s.inbound.Len() >= inboundQuota {
-			return ErrReceiveMaximumExceeded
-		}
+	}
+	if m.QoS > 0 && s.inbound.Len() >= inboundQuota {
+		return ErrReceiveMaximumExceeded
 	}
 	if m.QoS > 0 && b.journal.Err() != nil {
 		// The store failed: refuse rather than acknowledge what cannot be kept.
