@@ -9,6 +9,7 @@ import (
 
 	"github.com/mochi-mqtt/server/v2/packets"
 	"github.com/oncemq/oncemq/inflight"
+	"github.com/oncemq/oncemq/mqtt/wire"
 	"github.com/oncemq/oncemq/session"
 	"github.com/oncemq/oncemq/session/topic"
 )
@@ -21,14 +22,22 @@ var errConnectRefused = errors.New("connect refused")
 func (c *conn) connect() error {
 	_ = c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.ConnectTimeout))
 	c.acquireReader()
-	hb, err := c.br.Peek(1)
+	hb, err := c.br.ReadByte()
 	if err != nil {
 		return err
 	}
-	if hb[0]>>4 != packets.Connect {
+	if hb>>4 != packets.Connect {
 		return protocolViolation("first packet is not CONNECT")
 	}
-	if level, ok := c.peekProtocolLevel(); ok && level != 4 && level != 5 {
+	pk, body, err := wire.ReadFrame(hb, c.br, 0, c.srv.cfg.MaxPacketSize)
+	if errors.Is(err, wire.ErrTooLarge) {
+		return &protocolError{code: 0x95, msg: err.Error()}
+	}
+	if err != nil {
+		return err
+	}
+	level, ok := connectLevel(body)
+	if ok && level != 4 && level != 5 {
 		// Unsupported protocol level: 0x84 in 5.0's format, 0x01 in 3.1.1's [MQTT-3.1.2-2].
 		c.version = 4
 		code := byte(0x01)
@@ -38,13 +47,12 @@ func (c *conn) connect() error {
 		c.sendConnack(code, false, packets.Properties{})
 		return errConnectRefused
 	}
-	pk, err := readPacket(c.br, 0, c.srv.cfg.MaxPacketSize)
-	if err != nil {
-		return err
+	c.version = 4
+	if level == 5 {
+		c.version = 5 // from here on a malformed CONNECT is answered in 5.0's format [MQTT-3.1.4-1]
 	}
-	c.version = pk.ProtocolVersion
-	if c.version != 4 && c.version != 5 {
-		c.version = 4
+	if err := checkAndDecode(&pk, body, c.version); err != nil {
+		return err
 	}
 	if code := pk.ConnectValidate(); code != packets.CodeSuccess {
 		return &protocolError{code: code.Code, msg: "invalid CONNECT: " + code.Reason}
@@ -140,38 +148,6 @@ func (c *conn) sendConnack(code byte, present bool, props packets.Properties) {
 	if code != 0 {
 		c.Close(0)
 	}
-}
-
-// peekProtocolLevel looks at the protocol name and level of the CONNECT still in the read buffer.
-func (c *conn) peekProtocolLevel() (byte, bool) {
-	// fixed header (1) + remaining length (1..4) + name length (2) + name + level (1)
-	for lenBytes := 1; lenBytes <= 4; lenBytes++ {
-		b, err := c.br.Peek(1 + lenBytes)
-		if err != nil {
-			return 0, false
-		}
-		if b[lenBytes]&0x80 != 0 {
-			continue
-		}
-		head, err := c.br.Peek(1 + lenBytes + 2)
-		if err != nil {
-			return 0, false
-		}
-		nameLen := int(head[1+lenBytes])<<8 | int(head[2+lenBytes])
-		if nameLen > 6 {
-			return 0, false
-		}
-		full, err := c.br.Peek(1 + lenBytes + 2 + nameLen + 1)
-		if err != nil {
-			return 0, false
-		}
-		name := string(full[3+lenBytes : 3+lenBytes+nameLen])
-		if name != "MQTT" && name != "MQIsdp" {
-			return 0, false
-		}
-		return full[len(full)-1], true
-	}
-	return 0, false
 }
 
 // newClientID makes an Assigned Client Identifier for a 5.0 client that sent none.

@@ -60,21 +60,33 @@ func readPacketAfter(hb byte, r *bufio.Reader, version byte, maxSize int) (packe
 	if err != nil {
 		return pk, err
 	}
-	if version == 5 || (pk.FixedHeader.Type == packets.Connect && isConnect5(body)) {
-		if err := checkProperties(pk.FixedHeader.Type, pk.FixedHeader, body); err != nil {
-			return pk, err
-		}
-	}
-	return pk, decodeBody(&pk, body)
+	return pk, checkAndDecode(&pk, body, version)
 }
 
-// isConnect5 reports whether a CONNECT body asks for protocol level 5.
-func isConnect5(body []byte) bool {
-	if len(body) < 2 {
-		return false
+// checkAndDecode checks a 5.0 packet's property blocks, which the codec cannot, then decodes it.
+func checkAndDecode(pk *packets.Packet, body []byte, version byte) error {
+	if version == 5 {
+		if err := checkProperties(pk.FixedHeader.Type, pk.FixedHeader, body); err != nil {
+			return err
+		}
 	}
-	at := 2 + (int(body[0])<<8 | int(body[1]))
-	return at < len(body) && body[at] == 5
+	return decodeBody(pk, body)
+}
+
+// connectLevel returns the protocol level a CONNECT body asks for, if its protocol name is one
+// of MQTT's ("MQTT", or "MQIsdp" for 3.1).
+func connectLevel(body []byte) (byte, bool) {
+	if len(body) < 2 {
+		return 0, false
+	}
+	n := int(body[0])<<8 | int(body[1])
+	if len(body) < 2+n+1 {
+		return 0, false
+	}
+	if name := string(body[2 : 2+n]); name != "MQTT" && name != "MQIsdp" {
+		return 0, false
+	}
+	return body[2+n], true
 }
 
 // decodeBody decodes a packet a client may send; server-to-client types are a protocol error.

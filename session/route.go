@@ -163,12 +163,9 @@ func (b *Broker) fill(batch *inflight.Batch, s *Session, out *outbox) {
 			s.release(batch, q.msg)
 			continue
 		}
-		if s.durable() {
-			// The queue's reference moves to the outbound entry: send takes a new one first.
-			b.send(batch, s, q, now, out)
-			s.release(batch, q.msg)
-		} else {
-			b.send(batch, s, q, now, out)
-		}
+		// The queue's reference moves to the outbound entry: send takes a new one before the
+		// queue's is released, so the message is never deleted in between.
+		b.send(batch, s, q, now, out)
+		s.release(batch, q.msg)
 	}
 }

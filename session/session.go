@@ -48,7 +48,7 @@ type queued struct {
 // durable reports whether the session outlives its connection and so is kept in the journal.
 func (s *Session) durable() bool { return s.ExpiryInterval > 0 }
 
-// Connected reports whether a connection holds the session. Caller holds Broker.mu.
+// connected reports whether a connection holds the session. Caller holds Broker.mu.
 func (s *Session) connected() bool { return s.conn != nil }
 
 // record is the session's durable record.
