@@ -141,11 +141,3 @@ func (b *Broker) Pubrel(s *Session, c Conn, id uint16) {
 		c.Send(ack(packets.Pubcomp, id, reason))
 	})
 }
-
-// InboundInFlight is the number of QoS 2 ids from the client awaiting PUBREL; it counts against the
-// broker's Receive Maximum.
-func (b *Broker) InboundInFlight(s *Session) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return s.inbound.Len()
-}

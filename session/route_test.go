@@ -155,7 +155,10 @@ func TestTakenOverConnectionCannotChangeSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	old.nothing(t)
-	if b.InboundInFlight(s) != 0 {
+	b.mu.Lock()
+	inbound := s.inbound.Len()
+	b.mu.Unlock()
+	if inbound != 0 {
 		t.Fatal("the taken-over connection added an inbound id")
 	}
 }
