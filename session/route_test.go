@@ -162,3 +162,38 @@ func TestTakenOverConnectionCannotChangeSession(t *testing.T) {
 		t.Fatal("the taken-over connection added an inbound id")
 	}
 }
+
+// DESIGN §1: a session's queue is bounded; what does not fit is dropped, counted and logged, and
+// what fits is delivered in order when the session resumes [MQTT-4.6.0-6].
+func TestQueueBoundedAndCounted(t *testing.T) {
+	b := newTestBroker(t)
+	b.opts.MaxQueued = 2
+	sub, subConn := connect(t, b, "sub", 3600)
+	b.Subscribe(sub, subConn, 1, []SubscriptionRequest{{Filter: "q", QoS: 1}})
+	subConn.next(t, packets.Suback)
+	b.Disconnected(sub, subConn, false, nil)
+
+	pub, pubConn := connect(t, b, "pub", 0)
+	for i, payload := range []string{"one", "two", "three"} {
+		if err := b.Publish(pub, pubConn, &inflight.Message{Topic: "q", Payload: []byte(payload), QoS: 1}, uint16(i+1), 100); err != nil {
+			t.Fatal(err)
+		}
+		pubConn.next(t, packets.Puback)
+	}
+	if n := b.Metrics.QueueOverflow.Load(); n != 1 {
+		t.Fatalf("QueueOverflow = %d, want 1", n)
+	}
+
+	again := newFakeConn()
+	done := make(chan error, 1)
+	b.Connect(ConnectRequest{ClientID: "sub", ProtocolVersion: 5, ExpiryInterval: 3600}, again, func(_ bool, err error) { done <- err })
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"one", "two"} {
+		if pk := again.next(t, packets.Publish); string(pk.Payload) != want {
+			t.Fatalf("got %q, want %q", pk.Payload, want)
+		}
+	}
+	again.nothing(t)
+}

@@ -6,6 +6,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -210,4 +211,33 @@ func (p *brokerProcess) Restart(t testing.TB, env []string, args ...string) *bro
 		t.Fatal("Restart: the previous oncemq is still running")
 	}
 	return startBroker(t, p.DataDir, env, args...)
+}
+
+// A data file that another oncemq holds, or that is not a bbolt file at all, stops start-up with
+// exit status 1 and a message naming the file, never an empty broker (DESIGN §5).
+func TestStartupRefusesLockedOrCorruptData(t *testing.T) {
+	bin := buildOncemq(t)
+	run := func(dir string) (string, error) {
+		cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--data", dir)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+
+	held := t.TempDir()
+	p := startBroker(t, held, nil)
+	defer p.Kill()
+	out, err := run(held)
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(out, "in use") || !strings.Contains(out, filepath.Join(held, "oncemq.db")) {
+		t.Errorf("second broker on a held data file: %v, output %q; want exit 1 naming the file as in use", err, out)
+	}
+
+	bad := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bad, "oncemq.db"), bytes.Repeat([]byte("not a database "), 1000), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err = run(bad)
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(out, filepath.Join(bad, "oncemq.db")) {
+		t.Errorf("corrupt data file: %v, output %q; want exit 1 naming the file", err, out)
+	}
 }
