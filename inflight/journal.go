@@ -24,9 +24,6 @@ type Options struct {
 	Logger *slog.Logger
 	// Now returns the current time in unix nanoseconds; nil means time.Now. Tests shift it.
 	Now func() int64
-	// FailCommit, when set, is called inside every commit before the changes are applied; an error
-	// fails that commit as a failing disk would. For tests of the layers above; nil in production.
-	FailCommit func() error
 }
 
 // Recovered is the durable state read by Open, for the session layer to rebuild its working copy.

@@ -54,8 +54,6 @@ func Open(path string, opts *Options) (*Journal, *Recovered, error) {
 		log:     o.Logger,
 		wake:    make(chan struct{}, 1),
 		stopped: make(chan struct{}),
-
-		failCommit: o.FailCommit,
 	}
 	rec, lastSeq, err := j.recoverState(pre, now)
 	if err != nil {

@@ -25,11 +25,6 @@ type Config struct {
 	MaxPacketSize  int           // largest packet accepted, in bytes; default 1 MiB
 	ConnectTimeout time.Duration // time allowed between accept and CONNECT; default 10s
 	Logger         *slog.Logger  // default slog.Default()
-	// Crash is a test hook called at each crash point (session.CrashPoints); nil in production.
-	Crash func(point string)
-	// FailCommit is a test hook that makes commits fail as a failing disk would (see
-	// inflight.Options); nil in production.
-	FailCommit func() error
 }
 
 func (c *Config) setDefaults() {
@@ -76,7 +71,7 @@ type Server struct {
 func New(cfg Config) (*Server, error) {
 	cfg.setDefaults()
 	path := filepath.Join(cfg.DataDir, DBFile)
-	j, rec, err := inflight.Open(path, &inflight.Options{NoSync: cfg.NoSync, Logger: cfg.Logger, FailCommit: cfg.FailCommit})
+	j, rec, err := inflight.Open(path, &inflight.Options{NoSync: cfg.NoSync, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +84,7 @@ func New(cfg Config) (*Server, error) {
 		cfg:       cfg,
 		log:       cfg.Logger,
 		journal:   j,
-		broker:    session.New(j, rec, session.Options{MaxQueued: cfg.MaxQueued, Logger: cfg.Logger, Crash: cfg.Crash}),
+		broker:    session.New(j, rec, session.Options{MaxQueued: cfg.MaxQueued, Logger: cfg.Logger}),
 		ln:        ln,
 		conns:     make(map[*conn]struct{}),
 		serveDone: make(chan struct{}),

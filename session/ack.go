@@ -106,6 +106,6 @@ func (b *Broker) submitSends(batch *inflight.Batch, s *Session, c Conn, out outb
 			c.Close(codeUnspecified)
 			return
 		}
-		out.flush(b.crashAt)
+		out.flush()
 	})
 }

@@ -15,9 +15,6 @@ type Options struct {
 	MaxQueued int          // per-session queue bound; default 10000
 	Logger    *slog.Logger // default slog.Default()
 	Now       func() time.Time
-	// Crash, when set, is called at each crash point (see CrashPoints) after the commit and before
-	// the packet it allows is sent. Tests set it to kill the process there; production leaves it nil.
-	Crash func(point string)
 }
 
 // Metrics counts what the broker dropped on purpose, so that no drop is silent.

@@ -99,7 +99,7 @@ func (b *Broker) Connect(req ConnectRequest, c Conn, done func(present bool, err
 	b.submit(batch, func(err error) {
 		done(present, err)
 		if err == nil {
-			out.flush(b.crashAt)
+			out.flush()
 		}
 	})
 	return s
@@ -143,7 +143,7 @@ func (b *Broker) Disconnected(s *Session, c Conn, publishWill bool, newExpiry *u
 	}
 	b.submit(batch, func(err error) {
 		if err == nil {
-			out.flush(b.crashAt)
+			out.flush()
 		}
 	})
 }
@@ -176,7 +176,7 @@ func (b *Broker) expire(s *Session) {
 	b.log.Info("session expired", slog.String("client", s.ClientID))
 	b.submit(batch, func(err error) {
 		if err == nil {
-			out.flush(b.crashAt)
+			out.flush()
 		}
 	})
 }
@@ -200,7 +200,7 @@ func (b *Broker) scheduleWill(s *Session, delay time.Duration) {
 		b.publishWill(batch, s, &out)
 		b.submit(batch, func(err error) {
 			if err == nil {
-				out.flush(b.crashAt)
+				out.flush()
 			}
 		})
 	})

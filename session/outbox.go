@@ -5,6 +5,7 @@ import (
 
 	"github.com/mochi-mqtt/server/v2/packets"
 	"github.com/oncemq/oncemq/inflight"
+	"github.com/oncemq/oncemq/session/internal/failpoint"
 )
 
 // outgoing is a packet for one connection, to be sent once the batch that promises it is committed.
@@ -23,13 +24,11 @@ func (o *outbox) add(c Conn, pk packets.Packet) {
 	}
 }
 
-// flush sends every packet, in order. crash is the test hook (Broker.crashAt), called before each
-// packet that a commit made possible.
-func (o outbox) flush(crash func(point string)) {
+// flush sends every packet, in order. It runs after the commit that allows them; a crash test's
+// failpoint fires there (a build without the failpoint tag has none).
+func (o outbox) flush() {
 	for i := range o {
-		if p := crashPointOf(&o[i].pk); p != "" {
-			crash(p)
-		}
+		failpoint.BeforeSend(&o[i].pk)
 		o[i].conn.Send(o[i].pk)
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/mochi-mqtt/server/v2/packets"
 	"github.com/oncemq/oncemq/inflight"
+	"github.com/oncemq/oncemq/session/internal/failpoint"
 )
 
 // ErrReceiveMaximumExceeded: the client has more QoS 1 and 2 PUBLISHes unacknowledged than the broker's
@@ -82,7 +83,7 @@ func (b *Broker) Publish(s *Session, c Conn, m *inflight.Message, id uint16, inb
 		// Nothing to commit (no retained change): a QoS 0 message promises nothing, so it goes
 		// out now instead of behind the commits under way. It may overtake a QoS 1/2 message of
 		// the same publisher still committing; ordering is only promised per QoS [MQTT-4.6.0-5].
-		out.flush(b.crashAt)
+		out.flush()
 		return nil
 	}
 	b.submit(batch, func(err error) {
@@ -92,10 +93,10 @@ func (b *Broker) Publish(s *Session, c Conn, m *inflight.Message, id uint16, inb
 			return
 		}
 		if m.QoS > 0 {
-			b.crashAt(crashPointOf(&reply))
+			failpoint.BeforeSend(&reply)
 			c.Send(reply)
 		}
-		out.flush(b.crashAt)
+		out.flush()
 	})
 	return nil
 }
@@ -137,7 +138,8 @@ func (b *Broker) Pubrel(s *Session, c Conn, id uint16) {
 			c.Close(codeUnspecified)
 			return
 		}
-		b.crashAt(CrashBeforePubcomp)
-		c.Send(ack(packets.Pubcomp, id, reason))
+		pubcomp := ack(packets.Pubcomp, id, reason)
+		failpoint.BeforeSend(&pubcomp)
+		c.Send(pubcomp)
 	})
 }

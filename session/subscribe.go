@@ -59,7 +59,7 @@ func (b *Broker) Subscribe(s *Session, c Conn, id uint16, reqs []inflight.Subscr
 			return
 		}
 		c.Send(suback) // [MQTT-3.8.4-1]
-		out.flush(b.crashAt)
+		out.flush()
 	})
 }
 

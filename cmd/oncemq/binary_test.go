@@ -53,7 +53,7 @@ func buildOncemq(t testing.TB) string {
 			return
 		}
 		b.path = filepath.Join(b.dir, "oncemq")
-		out, err := exec.Command("go", "build", "-o", b.path, ".").CombinedOutput()
+		out, err := exec.Command("go", "build", "-tags", "failpoint", "-o", b.path, ".").CombinedOutput()
 		if err != nil {
 			b.err = fmt.Errorf("go build -o %s .: %v\n%s", b.path, err, out)
 		}

@@ -18,7 +18,6 @@ import (
 
 	"github.com/mochi-mqtt/server/v2/packets"
 	"github.com/oncemq/oncemq/cmd/oncemq/internal/mqttclient"
-	"github.com/oncemq/oncemq/session"
 )
 
 const (
@@ -328,7 +327,7 @@ func TestCrashBeforePubrecSyncNone(t *testing.T) {
 }
 
 func testCrashBeforePubrec(t *testing.T, args ...string) {
-	b, sub, pub := crashBroker(t, session.CrashBeforePubrec, 2, args...)
+	b, sub, pub := crashBroker(t, crashBeforePubrec, 2, args...)
 	pub.publish(7, "m1", 2, false)
 	crashed(t, b, pub, sub)
 
@@ -350,7 +349,7 @@ func testCrashBeforePubrec(t *testing.T, args ...string) {
 // [MQTT-4.3.3-12] (B7), delivered once, and the first message is not delivered again.
 func TestCrashBeforePubcomp(t *testing.T) {
 	t.Parallel()
-	b, sub, pub := crashBroker(t, session.CrashBeforePubcomp, 2)
+	b, sub, pub := crashBroker(t, crashBeforePubcomp, 2)
 	pub.publish(9, "A", 2, false)
 	pub.expectAck(packets.Pubrec, 9, 0x00)
 	// Method B: the subscriber gets the message before PUBREL (B10). It completes the delivery, and
@@ -381,7 +380,7 @@ func TestCrashBeforePubcomp(t *testing.T) {
 // message must not be lost; a duplicate (the committed copy plus the resent one) is allowed.
 func TestCrashBeforePuback(t *testing.T) {
 	t.Parallel()
-	b, sub, pub := crashBroker(t, session.CrashBeforePuback, 1)
+	b, sub, pub := crashBroker(t, crashBeforePuback, 1)
 	pub.publish(3, "q1", 1, false)
 	crashed(t, b, pub, sub)
 
@@ -415,7 +414,7 @@ func TestCrashBeforePuback(t *testing.T) {
 // got its PUBREC before the crash; it carries on accordingly.
 func TestCrashBeforePublish(t *testing.T) {
 	t.Parallel()
-	b, sub, pub := crashBroker(t, session.CrashBeforePublish, 2)
+	b, sub, pub := crashBroker(t, crashBeforePublish, 2)
 	pub.publish(11, "p", 2, false)
 	crashed(t, b, sub)
 	gotPubrec := false
@@ -450,7 +449,7 @@ func TestCrashBeforePublish(t *testing.T) {
 // again, not the PUBLISH [MQTT-4.3.3-5] [MQTT-4.4.0-1] (checklist C5, C6).
 func TestCrashBeforePubrel(t *testing.T) {
 	t.Parallel()
-	b, sub, pub := crashBroker(t, session.CrashBeforePubrel, 2)
+	b, sub, pub := crashBroker(t, crashBeforePubrel, 2)
 	pub.publishQoS2(13, "r")
 	pk := sub.expect(packets.Publish, 0)
 	if string(pk.Payload) != "r" || pk.FixedHeader.Qos != 2 {
@@ -473,7 +472,7 @@ func TestCrashBeforePubrel(t *testing.T) {
 // the second kills the broker before its PUBREC. Each is delivered exactly once.
 func TestCrashAtNthHit(t *testing.T) {
 	t.Parallel()
-	b, sub, pub := crashBroker(t, session.CrashBeforePubrec+":2", 2)
+	b, sub, pub := crashBroker(t, crashBeforePubrec+":2", 2)
 	pub.publishQoS2(1, "first")
 	pk := sub.expect(packets.Publish, 0)
 	if string(pk.Payload) != "first" {
@@ -502,7 +501,7 @@ func TestCrashAtNthHit(t *testing.T) {
 // the PUBLISH. After the restart the subscriber gets it once, with the id the broker recorded.
 func TestCrashBeforePublishFromQueue(t *testing.T) {
 	t.Parallel()
-	b, sub, pub := crashBroker(t, session.CrashBeforePublish, 2)
+	b, sub, pub := crashBroker(t, crashBeforePublish, 2)
 	sub.write(mqttclient.Disconnect(0x00))
 	// The broker closes the socket after it has marked the session offline.
 	if got := sub.untilClosed(); len(got) > 0 {
@@ -535,7 +534,7 @@ func TestCrashBeforePublishFromQueue(t *testing.T) {
 // not the PUBLISH (checklist C5, C6).
 func TestCrashBeforePubrelAfterResend(t *testing.T) {
 	t.Parallel()
-	b, sub, pub := crashBroker(t, session.CrashBeforePubrel, 2)
+	b, sub, pub := crashBroker(t, crashBeforePubrel, 2)
 	pub.publishQoS2(21, "resent")
 	first := sub.expect(packets.Publish, 0)
 	sub.close() // no PUBREC: the delivery stays unacknowledged
@@ -556,3 +555,13 @@ func TestCrashBeforePubrelAfterResend(t *testing.T) {
 	pub.publishQoS2(22, sentinel)
 	checkOnce(t, sub.receiveUntilSentinel())
 }
+
+// The crash points of a binary built with -tags failpoint (session/internal/failpoint).
+const (
+	crashEnv           = "ONCEMQ_CRASH_AT"
+	crashBeforePubrec  = "before-pubrec"
+	crashBeforePuback  = "before-puback"
+	crashBeforePubcomp = "before-pubcomp"
+	crashBeforePublish = "before-publish"
+	crashBeforePubrel  = "before-pubrel"
+)

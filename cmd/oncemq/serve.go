@@ -46,11 +46,6 @@ func runServe(args []string) int {
 	if err != nil {
 		return usageError("oncemq serve", err.Error(), "oncemq serve --help")
 	}
-	// Test-only: ONCEMQ_CRASH_AT=POINT[:N] makes the broker SIGKILL itself at a crash point.
-	crash, err := parseCrashAt(os.Getenv(crashEnv))
-	if err != nil {
-		return usageError("oncemq serve", err.Error(), "oncemq serve --help")
-	}
 
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	slog.SetDefault(log)
@@ -67,7 +62,6 @@ func runServe(args []string) int {
 		NoSync:    cfg.Sync == "none",
 		MaxQueued: cfg.MaxQueued,
 		Logger:    log,
-		Crash:     crash.hook(killSelf),
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "oncemq: %v\n", err)
@@ -75,9 +69,6 @@ func runServe(args []string) int {
 	}
 	log.Info("oncemq started", "version", version, "listen", srv.Addr().String(), "data", cfg.DataDir,
 		"sync", cfg.Sync, "max_queued", cfg.MaxQueued)
-	if crash != nil {
-		log.Warn("crash test hook armed: the process will SIGKILL itself", "point", crash.point, "hit", crash.n)
-	}
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve() }()

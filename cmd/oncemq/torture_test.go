@@ -138,7 +138,7 @@ func TestTortureCatchesABrokerThatDies(t *testing.T) {
 	if code != 1 || rep.Pass || rep.BrokerDied == "" {
 		t.Fatalf("exit %d, pass %v, broker died %q; want 1, FAIL and a death:\n%s", code, rep.Pass, rep.BrokerDied, out)
 	}
-	if !strings.Contains(out, "crash test hook armed") {
+	if !strings.Contains(out, "crash point armed") {
 		t.Errorf("the broker's log is not shown:\n%s", out)
 	}
 }
