@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -80,13 +79,17 @@ func procField(path, key string) string {
 
 // cmdCompare is `oncemq-bench compare`: every workload (and payload size) against every broker,
 // one broker at a time, each started fresh on a new data directory and port.
-func cmdCompare(ctx context.Context, args []string) (int, error) {
-	f, err := parseCompareFlags(args)
+func cmdCompare(ctx context.Context, con console, args []string) (int, error) {
+	f, err := parseCompareFlags(args, con.out)
 	if err != nil {
 		return 2, err
 	}
+	out, err := outputDir(f.Out, "compare")
+	if err != nil {
+		return 1, err
+	}
 	if err := raiseFileLimit(uint64(f.Conns) + 4096); err != nil {
-		fmt.Fprintf(stderr, "oncemq-bench compare: warning: %v\n", err)
+		fmt.Fprintf(con.err, "oncemq-bench compare: warning: %v\n", err)
 	}
 	tmp, err := os.MkdirTemp(f.TmpDir, "oncemq-bench-")
 	if err != nil {
@@ -98,10 +101,16 @@ func cmdCompare(ctx context.Context, args []string) (int, error) {
 	if env.self, err = os.Executable(); err != nil {
 		return 1, err
 	}
+	c := &comparison{f: f, con: con, env: env, missing: map[string]string{}, start: time.Now(), phases: countPhases(f)}
+	if !f.Quiet && isTerminal(con.err) {
+		c.progress = con.err
+	}
+	c.note("%d measurements on %s (a default run takes %s); results into %s",
+		c.phases, strings.Join(f.Brokers, ", "), compareDuration, out)
 	if slices.ContainsFunc(f.Brokers, func(b string) bool { return strings.HasPrefix(b, "oncemq") }) {
-		env.oncemq, env.oncemqErr = prepareOncemq(ctx, f, tmp)
+		env.oncemq, env.oncemqErr = prepareOncemq(ctx, c, tmp)
 		if env.oncemqErr != nil {
-			fmt.Fprintf(stderr, "oncemq-bench compare: oncemq: %v\n", env.oncemqErr)
+			fmt.Fprintf(con.err, "oncemq-bench compare: oncemq: %v\n", env.oncemqErr)
 		}
 	}
 
@@ -114,36 +123,60 @@ func cmdCompare(ctx context.Context, args []string) (int, error) {
 		Sizes:     f.Sizes,
 		Load:      f.Load,
 	}
-	missing := map[string]string{} // broker -> why, once known not installed
+	c.runAll(ctx, rep)
+	code, err := finishCompare(con, rep, out)
+	if err != nil {
+		return 1, err
+	}
+	if ctx.Err() != nil {
+		return 1, ctx.Err()
+	}
+	return code, nil
+}
 
-	for _, wname := range f.Workloads {
-		if wname == connsWorkload {
-			for _, b := range f.Brokers {
-				if ctx.Err() != nil {
-					break
-				}
-				rep.Conns = append(rep.Conns, compareConns(ctx, f, env, b, missing))
-			}
-			continue
-		}
-		wl, _ := findWorkload(wname)
-		for _, size := range f.Sizes {
-			for _, b := range f.Brokers {
-				if ctx.Err() != nil {
-					break
-				}
-				rep.Runs = append(rep.Runs, compareRun(ctx, f, env, b, wl, size, missing))
-			}
+// countPhases is how many measurements compare makes: each message workload with each size on
+// each broker, and the conns workload on each broker.
+func countPhases(f compareFlags) int {
+	n := 0
+	for _, w := range f.Workloads {
+		if w == connsWorkload {
+			n += len(f.Brokers)
+		} else {
+			n += len(f.Sizes) * len(f.Brokers)
 		}
 	}
+	return n
+}
 
-	printCompareTables(stdout, rep)
-	fmt.Fprintln(stdout)
-	printTargets(stdout, rep)
+// finishCompare prints the tables, the targets and any failed runs, writes them with the JSON and
+// the plot into out, and returns the exit status the results call for.
+func finishCompare(con console, rep *compareReport, out string) (int, error) {
+	var tables strings.Builder
+	printCompareTables(&tables, rep)
+	fmt.Fprintln(&tables)
+	printTargets(&tables, rep)
+	fmt.Fprint(con.out, tables.String())
+	code, bad, why := compareStatus(rep)
+	if len(bad) > 0 {
+		printViolations(con.err, bad, why)
+	}
+	if err := os.WriteFile(filepath.Join(out, "compare.md"), []byte(tables.String()), 0o644); err != nil {
+		return 1, fmt.Errorf("write results: %w", err)
+	}
+	if err := writeJSON(filepath.Join(out, "compare.json"), rep); err != nil {
+		return 1, err
+	}
+	if err := writePlot(filepath.Join(out, "compare.png"), rep); err != nil {
+		return 1, fmt.Errorf("plot: %w", err)
+	}
+	fmt.Fprintf(con.out, "\nresults written to %s (compare.md, compare.json, compare.png)\n", out)
+	return code, nil
+}
 
-	code := 0
-	var bad []string
-	var why [][]string
+// compareStatus is the exit status of a compare run, and the runs that broke exactly-once or
+// failed with why. Only oncemq's rows make the status 1 (an oncemq that did not run too): the
+// peers' failures are reported, not fatal.
+func compareStatus(rep *compareReport) (code int, bad []string, why [][]string) {
 	for _, r := range rep.Runs {
 		oncemq := strings.HasPrefix(r.Broker, "oncemq")
 		if v := r.violations(); len(v) > 0 && r.Missing == "" {
@@ -153,7 +186,7 @@ func cmdCompare(ctx context.Context, args []string) (int, error) {
 			}
 		}
 		if oncemq && r.Missing != "" {
-			code = 1 // the broker under test did not run
+			code = 1
 		}
 	}
 	for _, c := range rep.Conns {
@@ -161,34 +194,18 @@ func cmdCompare(ctx context.Context, args []string) (int, error) {
 			code = 1
 		}
 	}
-	if len(bad) > 0 {
-		printViolations(stderr, bad, why)
-	}
-	if f.JSON != "" {
-		if err := writeJSON(f.JSON, rep); err != nil {
-			return 1, err
-		}
-	}
-	if f.Plot != "" {
-		if err := writePlot(f.Plot, rep); err != nil {
-			return 1, err
-		}
-	}
-	if ctx.Err() != nil {
-		return 1, ctx.Err()
-	}
-	return code, nil
+	return code, bad, why
 }
 
 // prepareOncemq returns the oncemq binary: --oncemq, or built from the repository.
-func prepareOncemq(ctx context.Context, f compareFlags, tmp string) (string, error) {
-	if f.Oncemq != "" {
-		if _, err := os.Stat(f.Oncemq); err != nil {
+func prepareOncemq(ctx context.Context, c *comparison, tmp string) (string, error) {
+	if c.f.Oncemq != "" {
+		if _, err := os.Stat(c.f.Oncemq); err != nil {
 			return "", err
 		}
-		return f.Oncemq, nil
+		return c.f.Oncemq, nil
 	}
-	repo := f.Repo
+	repo := c.f.Repo
 	if repo == "" {
 		var err error
 		if repo, err = findRepo(); err != nil {
@@ -196,82 +213,6 @@ func prepareOncemq(ctx context.Context, f compareFlags, tmp string) (string, err
 		}
 	}
 	bin := filepath.Join(tmp, "oncemq")
-	if !f.Quiet {
-		fmt.Fprintf(stderr, "building oncemq from %s\n", repo)
-	}
+	c.note("building oncemq from %s", repo)
 	return bin, buildOncemq(ctx, repo, bin)
-}
-
-// withPeer starts broker b, runs fn against it and stops it. A broker that is not installed
-// is remembered in missing and not tried again.
-func withPeer(ctx context.Context, f compareFlags, env *peerEnv, b string, missing map[string]string, fn func(p *peer)) (missingWhy string, err error) {
-	if why, ok := missing[b]; ok {
-		return why, nil
-	}
-	p, err := startPeer(ctx, env, b)
-	if errors.Is(err, errMissing) {
-		missing[b] = strings.TrimPrefix(err.Error(), errMissing.Error()+": ")
-		fmt.Fprintf(stderr, "%s: missing: %s\n", b, missing[b])
-		return missing[b], nil
-	}
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(p.dir)
-	fn(p)
-	if err := p.stop(); err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", b, err)
-	}
-	return "", nil
-}
-
-func compareRun(ctx context.Context, f compareFlags, env *peerEnv, b string, wl workload, size int, missing map[string]string) *Result {
-	load := f.Load
-	load.Size = size
-	res := &Result{Workload: wl.Name, QoS: int(wl.QoS), Publishers: wl.Pubs, Subscribers: wl.Subs, PayloadBytes: size, Window: load.Window}
-	label := fmt.Sprintf("%s %s %s", wl.Name, fmtSize(size), b)
-	why, err := withPeer(ctx, f, env, b, missing, func(p *peer) {
-		cfg := runConfig{Addr: p.addr, Workload: wl, Load: load, Label: label}
-		if !f.Quiet {
-			cfg.Progress = stderr
-		}
-		r, err := runWorkload(ctx, cfg)
-		if err != nil {
-			r.Error = err.Error()
-		}
-		res = r
-	})
-	res.Broker, res.Missing = b, why
-	if err != nil {
-		res.Error = err.Error()
-	}
-	if !f.Quiet && why == "" {
-		fmt.Fprintf(stderr, "%s: delivered %.0f msg/s, p99 %s, lost %d, dup %d %s\n", label, res.DeliverRate,
-			fmtMS(res.Latency.P99), res.Lost, res.Duplicates, runNotes(res))
-	}
-	return res
-}
-
-func compareConns(ctx context.Context, f compareFlags, env *peerEnv, b string, missing map[string]string) *ConnsResult {
-	res := &ConnsResult{Target: f.Conns}
-	label := "conns " + b
-	why, err := withPeer(ctx, f, env, b, missing, func(p *peer) {
-		cfg := connsConfig{Addr: p.addr, N: f.Conns, SessionExpiry: f.Load.SessionExpiry, PID: p.pid(), Label: label}
-		if !f.Quiet {
-			cfg.Progress = stderr
-		}
-		r, err := runConns(ctx, cfg)
-		if err != nil {
-			r.Error = err.Error()
-		}
-		res = r
-	})
-	res.Broker, res.Missing = b, why
-	if err != nil {
-		res.Error = err.Error()
-	}
-	if !f.Quiet && why == "" {
-		fmt.Fprintf(stderr, "%s: %d connections, %s per connection %s\n", label, res.Established, fmtBytes(res.BytesPerConn), res.Error)
-	}
-	return res
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -36,13 +37,16 @@ type connsConfig struct {
 	N             int
 	SessionExpiry uint32
 	PID           int // broker process to read VmRSS of; 0: none
-	Progress      io.Writer
-	Label         string
+	// PerSource is how many connections come from each 127.0.0.x source address when the broker
+	// is on IPv4 loopback; 0 means defaultConnsPerSource.
+	PerSource int
+	Progress  io.Writer
+	Label     string
 }
 
-// connsPerSource is how many connections come from each 127.0.0.x source address (the ephemeral
-// ports are 32768-60999); a variable for the test.
-var connsPerSource = 20000
+// defaultConnsPerSource keeps each 127.0.0.x source address within the ephemeral ports
+// (32768-60999), so that 50,000 connections do not run out of them.
+const defaultConnsPerSource = 20000
 
 const (
 	connsDialers = 32 // connections being set up at once
@@ -59,21 +63,10 @@ const (
 // the broker's resident memory before and after, and closes them.
 func runConns(ctx context.Context, cfg connsConfig) (*ConnsResult, error) {
 	res := &ConnsResult{Target: cfg.N}
-	host, port, err := net.SplitHostPort(cfg.Addr)
+	target, loopback4, err := resolveBroker(ctx, cfg.Addr)
 	if err != nil {
 		return res, err
 	}
-	ip := net.ParseIP(host)
-	if ip == nil {
-		ips, err := net.DefaultResolver.LookupIP(ctx, "ip", host)
-		if err != nil || len(ips) == 0 {
-			return res, fmt.Errorf("resolve %s: %v", host, err)
-		}
-		ip = ips[0]
-	}
-	target := net.JoinHostPort(ip.String(), port)
-	loopback4 := ip.To4() != nil && ip.To4()[0] == 127
-
 	var status *os.File // opened now: once the connections are up there may be no descriptor left
 	if cfg.PID > 0 {
 		if status, err = os.Open(fmt.Sprintf("/proc/%d/status", cfg.PID)); err != nil {
@@ -85,65 +78,11 @@ func runConns(ctx context.Context, cfg connsConfig) (*ConnsResult, error) {
 		}
 	}
 
-	runID := randomHex(4)
 	conns := make([]net.Conn, cfg.N)
-	defer func() {
-		for _, c := range conns {
-			if c != nil {
-				// Reset rather than close: a closed socket would sit in TIME_WAIT on this side for a
-				// minute, and a compare run opening 10,000 connections per broker would run out of
-				// ports by the fourth broker.
-				_ = c.(*net.TCPConn).SetLinger(0)
-				c.Close()
-			}
-		}
-	}()
-	var next, established, failed atomic.Int64
-	var firstErr atomic.Value
-	maxFailed := int64(max(connsMaxFailure, cfg.N/100))
-
-	prog := startProgress(cfg.Progress, cfg.Label, func() (int64, string) {
-		n := established.Load()
-		return n, fmt.Sprintf("connected %d of %d (%d failed)", n, cfg.N, failed.Load())
-	})
-	defer prog.stop()
+	defer resetAll(conns)
 	start := time.Now()
-	var wg sync.WaitGroup
-	for range connsDialers {
-		wg.Go(func() {
-			for ctx.Err() == nil && failed.Load() < maxFailed {
-				i := int(next.Add(1) - 1)
-				if i >= cfg.N {
-					return
-				}
-				d := net.Dialer{Timeout: connackTimeout}
-				if loopback4 && i >= connsPerSource {
-					// More source addresses, so that 50,000 connections do not run out of ports.
-					// (The first block binds nothing: connect's own port choice is less picky.)
-					d.LocalAddr = &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(1+i/connsPerSource))}
-				}
-				c, err := openIdle(ctx, d, target, fmt.Sprintf("idle-%s-%d", runID, i), cfg.SessionExpiry)
-				if err != nil {
-					failed.Add(1)
-					firstErr.CompareAndSwap(nil, err.Error())
-					if errors.Is(err, syscall.EMFILE) {
-						failed.Store(maxFailed) // out of file descriptors: no use trying on
-					}
-					continue
-				}
-				conns[i] = c
-				established.Add(1)
-			}
-		})
-	}
-	wg.Wait()
+	res.Established, res.Failed, res.FirstError = dialIdle(ctx, cfg, target, loopback4, conns)
 	res.Seconds = time.Since(start).Seconds()
-	prog.stop()
-
-	res.Established, res.Failed = int(established.Load()), int(failed.Load())
-	if e := firstErr.Load(); e != nil {
-		res.FirstError = e.(string)
-	}
 	if res.Seconds > 0 {
 		res.ConnsPerSecond = float64(res.Established) / res.Seconds
 	}
@@ -160,6 +99,88 @@ func runConns(ctx context.Context, cfg connsConfig) (*ConnsResult, error) {
 		return res, ctx.Err()
 	}
 	return res, nil
+}
+
+// resolveBroker turns addr into an IP address and port, and says whether it is on IPv4
+// loopback (where the connections can come from many source addresses).
+func resolveBroker(ctx context.Context, addr string) (target string, loopback4 bool, err error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", false, err
+	}
+	ip := net.ParseIP(host)
+	if ip == nil {
+		ips, err := net.DefaultResolver.LookupIP(ctx, "ip", host)
+		if err != nil || len(ips) == 0 {
+			return "", false, fmt.Errorf("resolve %s: %v", host, err)
+		}
+		ip = ips[0]
+	}
+	return net.JoinHostPort(ip.String(), port), ip.To4() != nil && ip.To4()[0] == 127, nil
+}
+
+// resetAll closes the connections with a reset rather than a close: a closed socket would sit in
+// TIME_WAIT on this side for a minute, and a compare run opening 10,000 connections per broker
+// would run out of ports by the fourth broker.
+func resetAll(conns []net.Conn) {
+	for _, c := range conns {
+		if c != nil {
+			_ = c.(*net.TCPConn).SetLinger(0)
+			c.Close()
+		}
+	}
+}
+
+// dialIdle opens the idle connections into conns, connsDialers at a time, until all are open,
+// too many failed, or ctx ends. It returns how many were established and failed, and the first
+// error.
+func dialIdle(ctx context.Context, cfg connsConfig, target string, loopback4 bool, conns []net.Conn) (established, failed int, firstErr string) {
+	perSource := cfg.PerSource
+	if perSource <= 0 {
+		perSource = defaultConnsPerSource
+	}
+	runID := randomHex(4)
+	var next, nEstablished, nFailed atomic.Int64
+	var first atomic.Value
+	maxFailed := int64(max(connsMaxFailure, cfg.N/100))
+	prog := startProgress(cfg.Progress, cfg.Label, func() (int64, string) {
+		n := nEstablished.Load()
+		return n, fmt.Sprintf("connected %d of %d (%d failed)", n, cfg.N, nFailed.Load())
+	})
+	defer prog.stop()
+	var wg sync.WaitGroup
+	for range connsDialers {
+		wg.Go(func() {
+			for ctx.Err() == nil && nFailed.Load() < maxFailed {
+				i := int(next.Add(1) - 1)
+				if i >= cfg.N {
+					return
+				}
+				d := net.Dialer{Timeout: connackTimeout}
+				if loopback4 && i >= perSource {
+					// More source addresses, so that 50,000 connections do not run out of ports.
+					// (The first block binds nothing: connect's own port choice is less picky.)
+					d.LocalAddr = &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(1+i/perSource))}
+				}
+				c, err := openIdle(ctx, d, target, fmt.Sprintf("idle-%s-%d", runID, i), cfg.SessionExpiry)
+				if err != nil {
+					nFailed.Add(1)
+					first.CompareAndSwap(nil, err.Error())
+					if errors.Is(err, syscall.EMFILE) {
+						nFailed.Store(maxFailed) // out of file descriptors: no use trying on
+					}
+					continue
+				}
+				conns[i] = c
+				nEstablished.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if e := first.Load(); e != nil {
+		firstErr = e.(string)
+	}
+	return int(nEstablished.Load()), int(nFailed.Load()), firstErr
 }
 
 // openIdle connects, sends CONNECT and waits for a successful CONNACK.
@@ -270,28 +291,32 @@ func raiseFileLimit(want uint64) error {
 }
 
 // cmdConns is `oncemq-bench conns`.
-func cmdConns(ctx context.Context, args []string) (int, error) {
-	f, err := parseConnsFlags(args)
+func cmdConns(ctx context.Context, con console, args []string) (int, error) {
+	f, err := parseConnsFlags(args, con.out)
 	if err != nil {
 		return 2, err
 	}
+	out, err := outputDir(f.Out, "conns")
+	if err != nil {
+		return 1, err
+	}
 	if err := raiseFileLimit(uint64(f.N) + 1024); err != nil {
-		fmt.Fprintf(stderr, "oncemq-bench conns: warning: %v\n", err)
+		fmt.Fprintf(con.err, "oncemq-bench conns: warning: %v\n", err)
 	}
 	cfg := connsConfig{Addr: f.Addr, N: f.N, SessionExpiry: f.SessionExpiry, PID: f.PID, Label: "conns"}
 	if !f.Quiet {
-		cfg.Progress = stderr
+		cfg.Progress = con.err
 	}
 	res, err := runConns(ctx, cfg)
 	if err != nil {
 		res.Error = err.Error()
 	}
-	printConns(stdout, res)
-	if f.JSON != "" {
-		if err := writeJSON(f.JSON, res); err != nil {
-			return 1, err
-		}
+	printConns(con.out, res)
+	path := filepath.Join(out, "conns.json")
+	if err := writeJSON(path, res); err != nil {
+		return 1, err
 	}
+	fmt.Fprintf(con.out, "result written to %s\n", path)
 	if res.Error != "" || res.Established < res.Target {
 		return 1, nil
 	}

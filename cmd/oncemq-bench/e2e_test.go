@@ -71,9 +71,8 @@ func TestEndToEndConns(t *testing.T) {
 	addr := startOncemq(t, true)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	defer func(n int) { connsPerSource = n }(connsPerSource)
-	connsPerSource = 20 // 50 connections from 127.0.0.1, .2 and .3
-	res, err := runConns(ctx, connsConfig{Addr: addr, N: 50, SessionExpiry: 3600, PID: os.Getpid()})
+	// 20 per source address: 50 connections from 127.0.0.1, .2 and .3.
+	res, err := runConns(ctx, connsConfig{Addr: addr, N: 50, SessionExpiry: 3600, PID: os.Getpid(), PerSource: 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +117,7 @@ func TestPlotAndTables(t *testing.T) {
 // the load in a child process and a CPU profile of the test process shows the broker alone.
 func TestMain(m *testing.M) {
 	if os.Getenv("ONCEMQ_BENCH_AS_MAIN") == "1" {
-		os.Exit(run(os.Args[1:]))
+		main()
 	}
 	os.Exit(m.Run())
 }
@@ -139,9 +138,10 @@ func BenchmarkQoS2OneToOneNoSync(b *testing.B) {
 
 func benchWorkload(b *testing.B, wl workload, noSync bool) {
 	addr := startOncemq(b, noSync)
-	out := filepath.Join(b.TempDir(), "result.json")
+	dir := b.TempDir()
+	out := filepath.Join(dir, "run.json")
 	for b.Loop() {
-		cmd := exec.Command(os.Args[0], "run", "--addr", addr, "--workload", wl.Name, "--count", "20000", "--quiet", "--json", out)
+		cmd := exec.Command(os.Args[0], "run", "--addr", addr, "--workload", wl.Name, "--count", "20000", "--quiet", "--out", dir)
 		cmd.Env = append(os.Environ(), "ONCEMQ_BENCH_AS_MAIN=1")
 		if msg, err := cmd.CombinedOutput(); err != nil {
 			b.Fatalf("%v: %s", err, msg)

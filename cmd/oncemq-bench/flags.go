@@ -20,7 +20,7 @@ type runFlags struct {
 	Workload workload
 	Load     loadParams
 	Prefix   string // topic prefix; default bench/RANDOM
-	JSON     string // write the result here too
+	Out      string // results folder; empty: a new one under the system's temp folder
 	Quiet    bool
 }
 
@@ -30,24 +30,8 @@ type connsFlags struct {
 	N             int
 	PID           int // broker process whose VmRSS is read; 0: memory is not measured
 	SessionExpiry uint32
-	JSON          string
+	Out           string
 	Quiet         bool
-}
-
-// compareFlags is the validated configuration of `oncemq-bench compare`.
-type compareFlags struct {
-	Brokers   []string
-	Workloads []string // message workload names and/or "conns"
-	Sizes     []int
-	Load      loadParams
-	Conns     int
-	Oncemq    string // prebuilt oncemq binary; empty: build it from Repo
-	Repo      string // oncemq repository to build from; empty: found from the working directory
-	Mosquitto string
-	TmpDir    string
-	JSON      string
-	Plot      string
-	Quiet     bool
 }
 
 // newFlagSet makes a flag set that reports errors to the caller instead of printing them.
@@ -58,18 +42,21 @@ func newFlagSet(name string) *flag.FlagSet {
 	return fs
 }
 
+// outFlagHelp is the help of every command's --out.
+const outFlagHelp = "write the results into folder `DIR`, created if missing (default: a new folder under the system's temp folder; printed at the end)"
+
 // registerLoad adds the flags of loadParams with the given defaults.
 func registerLoad(fs *flag.FlagSet, p *loadParams, def loadParams) {
 	*p = def
-	fs.IntVar(&p.Size, "size", def.Size, fmt.Sprintf("payload bytes (at least %d: publisher, sequence and send time)", headerSize))
+	fs.IntVar(&p.Size, "size", def.Size, fmt.Sprintf("payload `bytes` (at least %d: publisher, sequence and send time)", headerSize))
 	fs.IntVar(&p.Count, "count", def.Count, "messages published in all, split over the publishers; 0: until --duration")
 	fs.DurationVar(&p.Duration, "duration", def.Duration, "stop publishing after this long; 0: until --count")
-	fs.Float64Var(&p.Rate, "rate", def.Rate, "target publish rate of all publishers together, msgs/s; 0: as fast as the window allows")
+	fs.Float64Var(&p.Rate, "rate", def.Rate, "target publish rate of all publishers together, `msgs/s`; 0: as fast as the window allows")
 	fs.IntVar(&p.Window, "window", def.Window, "in-flight window: unacknowledged QoS 1/2 publishes per publisher")
 	fs.IntVar(&p.ReceiveMax, "receive-max", def.ReceiveMax, "Receive Maximum the subscribers announce (their in-flight window)")
 	fs.DurationVar(&p.Drain, "drain", def.Drain, "how long to wait for deliveries after the last publish")
 	fs.DurationVar(&p.Settle, "settle", def.Settle, "extra wait after the last expected delivery, to catch late duplicates")
-	fs.Func("session-expiry", fmt.Sprintf("Session Expiry Interval of every client, seconds (default %d)", def.SessionExpiry), func(v string) error {
+	fs.Func("session-expiry", fmt.Sprintf("Session Expiry Interval of every client, `seconds` (default %d)", def.SessionExpiry), func(v string) error {
 		n, err := strconv.ParseUint(v, 10, 32)
 		p.SessionExpiry = uint32(n)
 		return err
@@ -110,20 +97,30 @@ var defaultLoad = loadParams{
 	SessionExpiry: 3600,
 }
 
-// parseRunFlags reads the flags of `run`. --pubs, --subs and --qos override the workload's.
-func parseRunFlags(args []string) (runFlags, error) {
+const runUsage = `Usage: oncemq-bench [run] [flags]
+
+Run one workload against the broker at --addr, which must be running already. Subscribers connect
+and subscribe, then publishers publish --count messages (or for --duration); the bench waits for
+every delivery and counts. It prints publish and delivery rates, publish-to-delivery latency and
+lost and duplicated messages, and writes them as run.json into --out. --pubs, --subs and --qos
+override the workload's.
+`
+
+// parseRunFlags reads the flags of `run`; --help writes the usage to help and returns
+// flag.ErrHelp.
+func parseRunFlags(args []string, help io.Writer) (runFlags, error) {
 	var f runFlags
 	fs := newFlagSet("run")
-	fs.StringVar(&f.Addr, "addr", "127.0.0.1:1883", "broker address host:port")
+	fs.StringVar(&f.Addr, "addr", "127.0.0.1:1883", "broker address `host:port`")
 	name := fs.String("workload", "qos2-1to1", "workload: "+workloadNames())
 	pubs := fs.Int("pubs", 0, "publishers (default: the workload's)")
 	subs := fs.Int("subs", 0, "subscribers (default: the workload's)")
 	qos := fs.Int("qos", -1, "QoS of publishes and subscriptions (default: the workload's)")
 	registerLoad(fs, &f.Load, defaultLoad)
 	fs.StringVar(&f.Prefix, "prefix", "", "topic prefix; publishers use PREFIX/pN, subscribers PREFIX/# (default bench/RANDOM)")
-	fs.StringVar(&f.JSON, "json", "", "also write the result as JSON to this file")
+	fs.StringVar(&f.Out, "out", "", outFlagHelp)
 	fs.BoolVar(&f.Quiet, "quiet", false, "no progress line on stderr")
-	if err := parseFlags(fs, args, "oncemq-bench [run] [flags]"); err != nil {
+	if err := parseFlags(fs, args, help, runUsage); err != nil {
 		return f, err
 	}
 	w, err := findWorkload(*name)
@@ -155,17 +152,25 @@ func parseRunFlags(args []string) (runFlags, error) {
 	return f, f.Load.validate()
 }
 
+const connsUsage = `Usage: oncemq-bench conns [flags]
+
+Open --n idle MQTT 5 connections with persistent sessions (Clean Start 0, Session Expiry) to the
+broker at --addr, which must be running already, hold them, and close them. With --pid, the
+broker's resident memory is read before and after, for its memory per connection. The result is
+printed and written as conns.json into --out.
+`
+
 // parseConnsFlags reads the flags of `conns`.
-func parseConnsFlags(args []string) (connsFlags, error) {
+func parseConnsFlags(args []string, help io.Writer) (connsFlags, error) {
 	var f connsFlags
 	fs := newFlagSet("conns")
-	fs.StringVar(&f.Addr, "addr", "127.0.0.1:1883", "broker address host:port")
+	fs.StringVar(&f.Addr, "addr", "127.0.0.1:1883", "broker address `host:port`")
 	fs.IntVar(&f.N, "n", 10000, fmt.Sprintf("idle connections to open (at most %d)", maxConns))
 	fs.IntVar(&f.PID, "pid", 0, "broker process id, to read its VmRSS before and after (0: memory not measured)")
-	expiry := fs.Uint("session-expiry", 3600, "Session Expiry Interval of the connections, seconds")
-	fs.StringVar(&f.JSON, "json", "", "also write the result as JSON to this file")
+	expiry := fs.Uint("session-expiry", 3600, "Session Expiry Interval of the connections, `seconds`")
+	fs.StringVar(&f.Out, "out", "", outFlagHelp)
 	fs.BoolVar(&f.Quiet, "quiet", false, "no progress line on stderr")
-	if err := parseFlags(fs, args, "oncemq-bench conns [flags]"); err != nil {
+	if err := parseFlags(fs, args, help, connsUsage); err != nil {
 		return f, err
 	}
 	if f.N < 1 || f.N > maxConns {
@@ -178,87 +183,47 @@ func parseConnsFlags(args []string) (connsFlags, error) {
 	return f, nil
 }
 
-var allBrokers = []string{"oncemq-always", "oncemq-none", "mosquitto", "mochi", "mochi-bolt"}
-
-// parseCompareFlags reads the flags of `compare`.
-func parseCompareFlags(args []string) (compareFlags, error) {
-	var f compareFlags
-	fs := newFlagSet("compare")
-	brokers := fs.String("brokers", strings.Join(allBrokers, ","), "brokers to run, in order")
-	wls := fs.String("workloads", workloadNames()+", "+connsWorkload, "workloads to run, in order")
-	sizes := fs.String("sizes", "16,4096", "payload sizes in bytes; every message workload runs with each")
-	def := defaultLoad
-	def.Duration = 60 * time.Second // a cap, so that a slow peer cannot hold the run for ever
-	registerLoad(fs, &f.Load, def)
-	fs.IntVar(&f.Conns, "conns", 10000, fmt.Sprintf("idle connections for the conns workload (at most %d)", maxConns))
-	fs.StringVar(&f.Oncemq, "oncemq", "", "oncemq binary to run (default: go build ./cmd/oncemq from --repo)")
-	fs.StringVar(&f.Repo, "repo", "", "oncemq repository to build from (default: found from the working directory)")
-	fs.StringVar(&f.Mosquitto, "mosquitto", "/usr/sbin/mosquitto", "mosquitto binary")
-	fs.StringVar(&f.TmpDir, "tmp", "", "folder for the brokers' data directories (default: the system's temp folder)")
-	fs.StringVar(&f.JSON, "json", "", "also write the results as JSON to this file")
-	fs.StringVar(&f.Plot, "plot", "", "draw delivered msgs/s and p99 latency per broker and workload into this PNG file")
-	fs.BoolVar(&f.Quiet, "quiet", false, "no progress line on stderr")
-	if err := parseFlags(fs, args, "oncemq-bench compare [flags]"); err != nil {
-		return f, err
-	}
-	f.Brokers = splitList(*brokers)
-	for _, b := range f.Brokers {
-		if !slices.Contains(allBrokers, b) {
-			return f, fmt.Errorf("--brokers: unknown broker %q (known: %s)", b, strings.Join(allBrokers, ", "))
-		}
-	}
-	f.Workloads = splitList(*wls)
-	for _, w := range f.Workloads {
-		if w == connsWorkload {
-			continue
-		}
-		if _, err := findWorkload(w); err != nil {
-			return f, fmt.Errorf("--workloads: %v", err)
-		}
-	}
-	for _, s := range splitList(*sizes) {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			return f, fmt.Errorf("--sizes: %q is not a number of bytes", s)
-		}
-		f.Sizes = append(f.Sizes, n)
-	}
-	switch {
-	case len(f.Brokers) == 0:
-		return f, errors.New("--brokers: none given")
-	case len(f.Workloads) == 0:
-		return f, errors.New("--workloads: none given")
-	case len(f.Sizes) == 0:
-		return f, errors.New("--sizes: none given")
-	case f.Conns < 1 || f.Conns > maxConns:
-		return f, fmt.Errorf("--conns %d: must be between 1 and %d", f.Conns, maxConns)
-	}
-	for _, s := range f.Sizes {
-		p := f.Load
-		p.Size = s
-		if err := p.validate(); err != nil {
-			return f, err
-		}
-	}
-	return f, f.Load.validate()
-}
-
-// parseFlags parses args, turning --help into usage on stdout and flag.ErrHelp.
-func parseFlags(fs *flag.FlagSet, args []string, synopsis string) error {
+// parseFlags parses args. --help writes usage and the flags to help and returns flag.ErrHelp.
+// The flag package's messages name a flag "-name"; the errors returned name it "--name", as it
+// is written.
+func parseFlags(fs *flag.FlagSet, args []string, help io.Writer, usage string) error {
 	err := fs.Parse(args)
 	if errors.Is(err, flag.ErrHelp) {
-		fs.SetOutput(stdout)
-		fmt.Fprintf(stdout, "Usage: %s\n\nFlags:\n", synopsis)
-		fs.PrintDefaults()
+		writeUsage(help, fs, usage)
 		return err
 	}
 	if err != nil {
-		return err
+		msg := err.Error()
+		if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+			return fmt.Errorf("unknown flag --%s", strings.TrimPrefix(name, "-"))
+		}
+		if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+			return fmt.Errorf("flag --%s needs a value", strings.TrimPrefix(name, "-"))
+		}
+		msg = strings.Replace(msg, " for flag -", " for flag --", 1) // invalid value "v" for flag -name: ...
+		msg = strings.Replace(msg, " for -", " for --", 1)           // invalid boolean value "v" for -name: ...
+		return errors.New(msg)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	return nil
+}
+
+// writeUsage writes usage and then every flag of fs, spelled with two dashes, with its default.
+func writeUsage(w io.Writer, fs *flag.FlagSet, usage string) {
+	fmt.Fprint(w, usage, "\nFlags:\n")
+	fs.VisitAll(func(f *flag.Flag) {
+		arg, help := flag.UnquoteUsage(f)
+		if arg != "" {
+			arg = " " + arg
+		}
+		fmt.Fprintf(w, "  --%s%s\n        %s", f.Name, arg, help)
+		if !slices.Contains([]string{"", "0", "0s", "false"}, f.DefValue) {
+			fmt.Fprintf(w, " (default %s)", f.DefValue)
+		}
+		fmt.Fprintln(w)
+	})
 }
 
 // splitList splits a comma-separated list, dropping blanks.

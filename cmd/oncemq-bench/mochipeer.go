@@ -18,15 +18,15 @@ import (
 // hook (hooks/storage/bolt, which writes each change in its own bbolt transaction, synced as bbolt
 // does by default). compare runs it as a child process so that its memory and CPU are its own.
 // It serves until SIGINT or SIGTERM.
-func cmdMochiPeer(ctx context.Context, args []string) (int, error) {
+func cmdMochiPeer(ctx context.Context, con console, args []string) (int, error) {
 	fs := newFlagSet("mochi-peer")
 	listen := fs.String("listen", "127.0.0.1:1883", "TCP address to listen on")
 	boltFile := fs.String("bolt", "", "bbolt file for mochi's storage hook (default: no storage)")
-	if err := parseFlags(fs, args, "oncemq-bench mochi-peer --listen ADDR [--bolt FILE]"); err != nil {
+	if err := parseFlags(fs, args, con.out, "Usage: oncemq-bench mochi-peer [--listen ADDR] [--bolt FILE]\n\nThe mochi-mqtt broker that compare starts as a child process.\n"); err != nil {
 		return 2, err
 	}
 
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := slog.New(slog.NewTextHandler(con.err, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	srv := mochi.New(&mochi.Options{Logger: log})
 	if err := srv.AddHook(new(auth.AllowHook), nil); err != nil {
 		return 1, err

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -80,14 +79,6 @@ func printViolations(w io.Writer, runs []string, why [][]string) {
 		}
 	}
 	fmt.Fprintln(w, bar)
-}
-
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 // printCompareTables writes the compare results as Markdown tables, with ratios against

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -226,82 +227,123 @@ func runWorkload(ctx context.Context, cfg runConfig) (*Result, error) {
 		prefix = "bench/" + runID
 	}
 	st := &runState{epoch: time.Now(), tag: uint16(randomUint32()), pubs: wl.Pubs}
-
-	var clientErrs atomic.Int64
-	var firstClientErr atomic.Value
-	onError := func(err error) {
-		clientErrs.Add(1)
-		firstClientErr.CompareAndSwap(nil, err.Error())
-	}
-
-	var clients []*paho.Client
-	defer func() {
-		for _, c := range clients {
-			disconnectClient(c)
-		}
-	}()
+	g := &clientGroup{}
+	defer g.disconnect()
 
 	// Subscribers first, each subscribed before any publisher connects.
+	subs, err := connectSubscribers(ctx, cfg, st, g, runID, prefix)
+	if err != nil {
+		return res, err
+	}
+	pubs, err := connectPublishers(ctx, cfg, g, runID, prefix)
+	if err != nil {
+		return res, err
+	}
+	expectedSoFar := func() int64 { return ackedTotal(pubs) * int64(wl.Subs) }
+	prog := startProgress(cfg.Progress, cfg.Label, func() (int64, string) {
+		delivered := st.deliveries.Load()
+		return delivered, fmt.Sprintf("published %d, delivered %d of %d", ackedTotal(pubs), delivered, expectedSoFar())
+	})
+	defer prog.stop()
+
+	start := time.Now()
+	publishAll(ctx, cfg, st, pubs, start)
+	publishEnd := time.Now()
+	res.DrainTimedOut, err = drain(ctx, st, wl, load, expectedSoFar(), publishEnd)
+	prog.stop()
+	if err != nil {
+		return res, err
+	}
+	res.count(st, subs, pubs, g)
+	res.TimeCapped = load.Count > 0 && !res.Stalled && ctx.Err() == nil && res.Published+res.PublishErrors < int64(load.Count)
+	res.setRates(st, start, publishEnd)
+	return res, nil
+}
+
+// clientGroup is the clients of one run and the errors paho reported on them.
+type clientGroup struct {
+	clients  []*paho.Client
+	errs     atomic.Int64
+	firstErr atomic.Value // string
+}
+
+func (g *clientGroup) onError(err error) {
+	g.errs.Add(1)
+	g.firstErr.CompareAndSwap(nil, err.Error())
+}
+
+func (g *clientGroup) disconnect() {
+	for _, c := range g.clients {
+		disconnectClient(c)
+	}
+}
+
+// connectSubscribers connects the run's subscribers; each has its subscription to PREFIX/#
+// granted at the workload's QoS before the next connects.
+func connectSubscribers(ctx context.Context, cfg runConfig, st *runState, g *clientGroup, runID, prefix string) ([]*subscriber, error) {
+	wl, load := cfg.Workload, cfg.Load
 	subs := make([]*subscriber, wl.Subs)
 	for i := range subs {
 		s := &subscriber{st: st, tally: newTally(wl.Pubs)}
 		subs[i] = s
 		c, err := connectClient(ctx, cfg.Addr, clientOptions{
 			ID: fmt.Sprintf("bench-%s-s%d", runID, i), SessionExpiry: load.SessionExpiry,
-			ReceiveMax: load.ReceiveMax, PacketTimeout: ackTimeout, OnPublish: s.onPublish, OnError: onError,
+			ReceiveMax: load.ReceiveMax, PacketTimeout: ackTimeout, OnPublish: s.onPublish, OnError: g.onError,
 		})
 		if err != nil {
-			return res, err
+			return nil, err
 		}
-		clients = append(clients, c)
+		g.clients = append(g.clients, c)
 		sa, err := c.Subscribe(ctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{{Topic: prefix + "/#", QoS: wl.QoS}}})
 		if err != nil {
-			return res, fmt.Errorf("subscriber %d: subscribe: %w", i, err)
+			return nil, fmt.Errorf("subscriber %d: subscribe: %w", i, err)
 		}
 		if len(sa.Reasons) != 1 || sa.Reasons[0] != wl.QoS {
-			return res, fmt.Errorf("subscriber %d: SUBACK reason codes %v, want granted QoS %d", i, sa.Reasons, wl.QoS)
+			return nil, fmt.Errorf("subscriber %d: SUBACK reason codes %v, want granted QoS %d", i, sa.Reasons, wl.QoS)
 		}
 	}
+	return subs, nil
+}
 
+// connectPublishers connects the run's publishers, each with its share of --count and its own
+// topic PREFIX/pN.
+func connectPublishers(ctx context.Context, cfg runConfig, g *clientGroup, runID, prefix string) ([]*publisher, error) {
+	wl, load := cfg.Workload, cfg.Load
 	pubs := make([]*publisher, wl.Pubs)
 	for i := range pubs {
 		c, err := connectClient(ctx, cfg.Addr, clientOptions{
 			ID: fmt.Sprintf("bench-%s-p%d", runID, i), SessionExpiry: load.SessionExpiry,
-			PacketTimeout: ackTimeout, OnError: onError,
+			PacketTimeout: ackTimeout, OnError: g.onError,
 		})
 		if err != nil {
-			return res, err
+			return nil, err
 		}
-		clients = append(clients, c)
+		g.clients = append(g.clients, c)
 		pubs[i] = &publisher{
 			id: uint16(i), client: c, topic: fmt.Sprintf("%s/p%d", prefix, i),
 			limit: perPublisher(load.Count, wl.Pubs, i), failed: map[uint32]bool{},
 		}
 	}
+	return pubs, nil
+}
 
-	// Publish.
+// ackedTotal is how many publishes the broker has acknowledged so far.
+func ackedTotal(pubs []*publisher) int64 {
+	var n int64
+	for _, p := range pubs {
+		n += p.acked.Load()
+	}
+	return n
+}
+
+// publishAll runs every publisher until its share is published, --duration is up, the broker
+// stalled or ctx ends.
+func publishAll(ctx context.Context, cfg runConfig, st *runState, pubs []*publisher, start time.Time) {
+	wl, load := cfg.Workload, cfg.Load
 	var interval time.Duration
 	if load.Rate > 0 {
 		interval = time.Duration(float64(time.Second) * float64(wl.Pubs) / load.Rate)
 	}
-	expectedSoFar := func() int64 {
-		var n int64
-		for _, p := range pubs {
-			n += p.acked.Load()
-		}
-		return n * int64(wl.Subs)
-	}
-	prog := startProgress(cfg.Progress, cfg.Label, func() (int64, string) {
-		var published int64
-		for _, p := range pubs {
-			published += p.acked.Load()
-		}
-		delivered := st.deliveries.Load()
-		return delivered, fmt.Sprintf("published %d, delivered %d of %d", published, delivered, expectedSoFar())
-	})
-	defer prog.stop()
-
-	start := time.Now()
 	if load.Duration > 0 {
 		t := time.AfterFunc(load.Duration, func() { st.stop.Store(true) })
 		defer t.Stop()
@@ -317,35 +359,35 @@ func runWorkload(ctx context.Context, cfg runConfig) (*Result, error) {
 		}
 	}
 	wg.Wait()
-	publishEnd := time.Now()
+}
 
-	// Drain: wait for every expected message, the drain timeout, or (QoS 0, or a stalled broker)
-	// a quiet spell.
-	expected := expectedSoFar()
+// drain waits for every expected message (and then the settle time), the drain timeout, or, for
+// QoS 0 or a stalled broker, a quiet spell. It reports whether the drain timed out.
+func drain(ctx context.Context, st *runState, wl workload, load loadParams, expected int64, publishEnd time.Time) (bool, error) {
 	deadline := publishEnd.Add(load.Drain)
 	lastCount, lastChange := st.deliveries.Load(), time.Now()
 	for {
 		if st.distinct.Load() >= expected {
 			sleepUntil(ctx, time.Now().Add(load.Settle)) // late duplicates show up here
-			break
+			return false, nil
 		}
-		if now := time.Now(); now.After(deadline) {
-			res.DrainTimedOut = true
-			break
+		if time.Now().After(deadline) {
+			return true, nil
 		}
 		if n := st.deliveries.Load(); n != lastCount {
 			lastCount, lastChange = n, time.Now()
 		} else if (wl.QoS == 0 || st.stalled.Load()) && time.Since(lastChange) > quietSpell {
-			break
+			return false, nil
 		}
 		if ctx.Err() != nil {
-			return res, ctx.Err()
+			return false, ctx.Err()
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	prog.stop()
+}
 
-	// Count.
+// count fills in what was published, delivered, lost and duplicated, and the latencies.
+func (res *Result) count(st *runState, subs []*subscriber, pubs []*publisher, g *clientGroup) {
 	var total deliveryCount
 	var samples []int64
 	for _, s := range subs {
@@ -366,14 +408,17 @@ func runWorkload(ctx context.Context, cfg runConfig) (*Result, error) {
 		}
 		p.mu.Unlock()
 	}
-	if res.FirstError == "" && clientErrs.Load() > 0 {
-		res.FirstError = fmt.Sprintf("client error: %v", firstClientErr.Load())
+	if res.FirstError == "" && g.errs.Load() > 0 {
+		res.FirstError = fmt.Sprintf("client error: %v", g.firstErr.Load())
 	}
 	res.Expected, res.Received, res.Distinct, res.Unexpected = total.Expected, total.Received, total.Distinct, total.Unexpected
 	res.Lost, res.Duplicates = total.Lost(), total.Duplicates()
 	res.Latency = summarize(samples)
 	res.Stalled = st.stalled.Load()
-	res.TimeCapped = load.Count > 0 && !res.Stalled && ctx.Err() == nil && res.Published+res.PublishErrors < int64(load.Count)
+}
+
+// setRates fills in the publish and delivery times and rates.
+func (res *Result) setRates(st *runState, start, publishEnd time.Time) {
 	res.PublishSeconds = publishEnd.Sub(start).Seconds()
 	if res.PublishSeconds > 0 {
 		res.PublishRate = float64(res.Published) / res.PublishSeconds
@@ -387,32 +432,35 @@ func runWorkload(ctx context.Context, cfg runConfig) (*Result, error) {
 	if res.DeliverSeconds > 0 {
 		res.DeliverRate = float64(st.deliveries.Load()) / res.DeliverSeconds
 	}
-	return res, nil
 }
 
 // cmdRun is `oncemq-bench run`.
-func cmdRun(ctx context.Context, args []string) (int, error) {
-	f, err := parseRunFlags(args)
+func cmdRun(ctx context.Context, con console, args []string) (int, error) {
+	f, err := parseRunFlags(args, con.out)
 	if err != nil {
 		return 2, err
+	}
+	out, err := outputDir(f.Out, "run")
+	if err != nil {
+		return 1, err
 	}
 	_ = raiseFileLimit(uint64(f.Workload.Pubs+f.Workload.Subs) + 256)
 	cfg := runConfig{Addr: f.Addr, Workload: f.Workload, Load: f.Load, Prefix: f.Prefix, Label: f.Workload.Name}
 	if !f.Quiet {
-		cfg.Progress = stderr
+		cfg.Progress = con.err
 	}
 	res, err := runWorkload(ctx, cfg)
 	if err != nil {
 		res.Error = err.Error()
 	}
-	printResult(stdout, res)
-	if f.JSON != "" {
-		if err := writeJSON(f.JSON, res); err != nil {
-			return 1, err
-		}
+	printResult(con.out, res)
+	path := filepath.Join(out, "run.json")
+	if err := writeJSON(path, res); err != nil {
+		return 1, err
 	}
+	fmt.Fprintf(con.out, "result written to %s\n", path)
 	if v := res.violations(); len(v) > 0 {
-		printViolations(stderr, []string{describeRun(res)}, [][]string{v})
+		printViolations(con.err, []string{describeRun(res)}, [][]string{v})
 		return 1, nil
 	}
 	return 0, nil
