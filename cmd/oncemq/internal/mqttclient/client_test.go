@@ -27,11 +27,11 @@ func TestReadPacketRoundTrip(t *testing.T) {
 	buf.Write([]byte{0x20, 0x03, 0x01, 0x00, 0x00, 0xE0, 0x01, 0x8E})
 	r := bufio.NewReader(&buf)
 	want := []string{
-		`PUBLISH(topic="a/b" qos=2 id=7 dup=true 7 bytes)`,
-		"PUBREC(id=7 reason=0x97)",
-		"PUBREL(id=8 reason=0x00)",
-		"CONNACK(present=true reason=0x00)",
-		"DISCONNECT(reason=0x8E)",
+		`PUBLISH(topic="a/b" qos=2 id=7 dup=true retain=false payload="payload")`,
+		"PUBREC(id=7 rc=0x97)",
+		"PUBREL(id=8 rc=0x00)",
+		"CONNACK(rc=0x00 sp=true)",
+		"DISCONNECT(rc=0x8E)",
 	}
 	for _, w := range want {
 		pk, err := ReadPacket(r)
