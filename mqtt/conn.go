@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/mochi-mqtt/server/v2/packets"
-	"github.com/oncemq/oncemq/mqtt/wire"
+	"github.com/oncemq/oncemq/mqtt/internal/wire"
 	"github.com/oncemq/oncemq/session"
 )
 

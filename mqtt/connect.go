@@ -9,7 +9,7 @@ import (
 
 	"github.com/mochi-mqtt/server/v2/packets"
 	"github.com/oncemq/oncemq/inflight"
-	"github.com/oncemq/oncemq/mqtt/wire"
+	"github.com/oncemq/oncemq/mqtt/internal/wire"
 	"github.com/oncemq/oncemq/session"
 	"github.com/oncemq/oncemq/session/topic"
 )

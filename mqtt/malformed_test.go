@@ -9,6 +9,7 @@ import (
 	"github.com/mochi-mqtt/server/v2/packets"
 
 	"github.com/oncemq/oncemq/mqtt/mqtttest"
+	"github.com/oncemq/oncemq/mqtt/mqtttest/fixture"
 )
 
 // rawPublish builds a PUBLISH by hand: fixed header byte, topic bytes as given (not checked), an
@@ -48,9 +49,11 @@ func varint(n int) []byte {
 	}
 }
 
-// [MQTT-4.13.1-1] (G1, G9-G11, G13, A2, E8, H12, H14): each malformed packet or protocol error
-// after CONNECT closes that connection, in 5.0 with DISCONNECT and the right reason code, in 3.1.1
-// without a word; nothing of it is delivered, and the other clients keep working.
+// [MQTT-4.13.1-1] (G1, G9-G13, A2, E8, H12, H14): each malformed packet or protocol error after
+// CONNECT closes that connection, in 5.0 with DISCONNECT and the right reason code, in 3.1.1 without
+// a word; nothing of it is delivered, and the other clients keep working. The packets are the
+// rejected fixtures of testdata/packets, and two that depend on the connection: one over the
+// broker's Maximum Packet Size, and a second CONNECT.
 func TestMalformedPacketsCloseTheConnection_MQTT_4_13_1_1(t *testing.T) {
 	forEachVersion(t, func(t *testing.T, v byte) {
 		const maxPacket = 1024
@@ -62,36 +65,17 @@ func TestMalformedPacketsCloseTheConnection_MQTT_4_13_1_1(t *testing.T) {
 		watcher.SubscribeOK(t, 1, "#", 2)
 		bystander := connectClean(t, b, v, "bystander")
 
-		cases := []struct {
+		type badPacket struct {
 			name  string
 			bytes []byte
 			codes []byte // acceptable 5.0 DISCONNECT reason codes
-		}{
-			{"truncated PUBLISH topic [MQTT-1.5.4-1]", frame(0x32, []byte{0x00, 0x0A, 'a', 'b'}), []byte{0x81}},
-			{"truncated PUBREL", []byte{0x62, 0x01, 0x00}, []byte{0x81}},
-			{"PUBREL with flags 0000 [MQTT-3.6.1-1]", []byte{0x60, 0x02, 0x00, 0x01}, []byte{0x81}},
-			{"PUBREC with flags 0001 [MQTT-2.1.3-1]", []byte{0x51, 0x02, 0x00, 0x01}, []byte{0x81}},
-			{"PUBLISH with QoS 3 [MQTT-3.3.1-4]", rawPublish(v, 0x36, []byte("bad/qos3"), 1, []byte("x")), []byte{0x81}},
-			{"packet larger than Maximum Packet Size", rawPublish(v, 0x32, []byte("bad/big"), 1, make([]byte, 2*maxPacket)), []byte{0x95}},
-			{"Remaining Length 80 80 80 80 00 [MQTT-1.5.5-1]", []byte{0x32, 0x80, 0x80, 0x80, 0x80, 0x00}, []byte{0x81}},
-			{"Remaining Length 80 00 [MQTT-1.5.5-1]", []byte{0xC0, 0x80, 0x00}, []byte{0x81}},
-			{"topic not UTF-8 [MQTT-1.5.4-1]", rawPublish(v, 0x32, []byte{'b', 0xFF, 0xFE}, 1, []byte("x")), []byte{0x81}},
-			{"topic with a surrogate [MQTT-1.5.4-1]", rawPublish(v, 0x32, []byte{'b', 0xED, 0xA0, 0x80}, 1, []byte("x")), []byte{0x81}},
-			{"topic with U+0000 [MQTT-1.5.4-2]", rawPublish(v, 0x32, []byte("bad\x00t"), 1, []byte("x")), []byte{0x81}},
-			{"QoS 1 PUBLISH with id 0 [MQTT-2.2.1-3]", rawPublish(v, 0x32, []byte("bad/id0"), 0, []byte("x")), []byte{0x81, 0x82}},
-			{"QoS 2 PUBLISH with id 0 [MQTT-2.2.1-3]", rawPublish(v, 0x34, []byte("bad/id0"), 0, []byte("x")), []byte{0x81, 0x82}},
-			{"wildcard + in topic name [MQTT-3.3.2-2]", rawPublish(v, 0x34, []byte("bad/+"), 1, []byte("x")), []byte{0x82, 0x90}},
-			{"wildcard # in topic name [MQTT-3.3.2-2]", rawPublish(v, 0x34, []byte("bad/#"), 1, []byte("x")), []byte{0x82, 0x90}},
-			{"second CONNECT [MQTT-3.1.0-2]", mustEncode(t, mqtttest.ConnectPacket(v, "bad", true, 0), v), []byte{0x82}},
-			{"CONNACK from a client", []byte{0x20, 0x02, 0x00, 0x00}, []byte{0x81, 0x82}},
 		}
-		if v == v5 {
-			// (G17, inferred) a PUBREC reason code not in Table 3-5.
-			cases = append(cases, struct {
-				name  string
-				bytes []byte
-				codes []byte
-			}{"PUBREC with reason 0x05 [MQTT-3.5.2-1]", []byte{0x50, 0x03, 0x00, 0x01, 0x05}, []byte{0x81, 0x82}})
+		cases := []badPacket{
+			{"packet larger than Maximum Packet Size [MQTT-3.2.2-15]", rawPublish(v, 0x32, []byte("bad/big"), 1, make([]byte, 2*maxPacket)), []byte{0x95}},
+			{"second CONNECT [MQTT-3.1.0-2]", mustEncode(t, mqtttest.ConnectPacket(v, "bad", true, 0), v), []byte{0x82}},
+		}
+		for _, f := range mqtttest.RejectedFixtures(t, v, false) {
+			cases = append(cases, badPacket{f.Title(), f.Bytes, fixture.Bytes(f.Reject.Reasons)})
 		}
 		for i, tc := range cases {
 			c := connectClean(t, b, v, fmt.Sprintf("bad-%d", i))
@@ -307,97 +291,39 @@ func TestSessionEndsBeforeCloseIsSeen_MQTT_4_1_0_2(t *testing.T) {
 	})
 }
 
-// connectBytes builds a CONNECT by hand: flags, then the properties (5.0 only, as raw bytes), then
-// the client id, then the will fields if will is not nil (5.0: with no will properties).
-func connectBytes(v byte, flags byte, props []byte, clientID string, will []byte) []byte {
-	var body bytes.Buffer
-	body.Write([]byte{0, 4, 'M', 'Q', 'T', 'T', v, flags, 0, 0})
-	if v == v5 {
-		body.Write(varint(len(props)))
-		body.Write(props)
-	}
-	body.Write([]byte{byte(len(clientID) >> 8), byte(len(clientID))})
-	body.WriteString(clientID)
-	if will != nil {
-		if v == v5 {
-			body.WriteByte(0)
+// [MQTT-3.1.4-1] [MQTT-3.1.4-6] (G4, G6, G12, E1, E8, H14): a CONNECT that breaks the format or
+// the property rules is refused: 5.0 may answer CONNACK with one of the fixture's reason codes, then
+// the connection closes; 3.1.1 closes without CONNACK. No session is created. The CONNECTs are the
+// rejected CONNECT fixtures of testdata/packets (reserved flag, Will flags, Receive Maximum 0,
+// Maximum Packet Size 0, a property twice).
+func TestRefusedConnect_MQTT_3_1_4_1(t *testing.T) {
+	forEachVersion(t, func(t *testing.T, v byte) {
+		b := mqtttest.StartBroker(t)
+		for _, f := range mqtttest.RejectedFixtures(t, v, true) {
+			t.Run(f.Title(), func(t *testing.T) {
+				if f.Packet == nil || f.Packet.ClientID == "" {
+					t.Fatalf("fixture %s: a rejected CONNECT needs the client id it names, for the session check", f.Name)
+				}
+				c := b.Dial(t, v)
+				c.WriteRaw(f.Bytes)
+				r, ok := c.Next(mqtttest.ExpectTimeout)
+				reasons := fixture.Bytes(f.Reject.Reasons)
+				switch {
+				case !ok:
+					t.Fatalf("connection still open after %v", mqtttest.ExpectTimeout)
+				case r.Err != nil: // a bare close
+				case v == v5 && r.Packet.FixedHeader.Type == packets.Connack && bytes.IndexByte(reasons, r.Packet.ReasonCode) >= 0:
+					c.ExpectClosed(t)
+				default:
+					t.Fatalf("got %s, want a close (5.0: CONNACK with reason % x first)", mqtttest.Describe(r.Packet), reasons)
+				}
+				c = b.Dial(t, v)
+				if ack := c.Connect(t, f.Packet.ClientID, false, expiry); ack.SessionPresent {
+					t.Fatalf("Session Present 1: the refused CONNECT created a session [MQTT-3.1.4-6]")
+				}
+			})
 		}
-		body.Write(will)
-	}
-	return frame(0x10, body.Bytes())
-}
-
-// [MQTT-3.1.4-1] [MQTT-3.1.2-11] [MQTT-3.1.2-12] [MQTT-3.1.2-13] [MQTT-3.1.2-3] (G4, G6, H14): a
-// CONNECT that breaks the format is refused: 5.0 may answer CONNACK 0x80 or more, then the
-// connection closes; 3.1.1 closes without CONNACK. No session is created [MQTT-3.1.4-6].
-func TestConnectFormatErrors_MQTT_3_1_4_1(t *testing.T) {
-	forEachVersion(t, func(t *testing.T, v byte) {
-		b := mqtttest.StartBroker(t)
-		willFields := []byte{0, 3, 'w', '/', 't', 0, 1, 'x'}
-		expectRefused(t, b, v, []refusedConnect{
-			{"reserved flag set [MQTT-3.1.2-3]", "c0", connectBytes(v, 0x01, nil, "c0", nil)},
-			{"Will QoS 1 without the Will Flag [MQTT-3.1.2-11]", "c1", connectBytes(v, 0x08, nil, "c1", nil)},
-			{"Will QoS 3 [MQTT-3.1.2-12]", "c2", connectBytes(v, 0x1C, nil, "c2", willFields)},
-			{"Will Retain without the Will Flag [MQTT-3.1.2-13]", "c3", connectBytes(v, 0x20, nil, "c3", nil)},
-		})
 	})
-}
-
-// (E1, E8, G12) §2.2.2.2, §3.1.2.11: Receive Maximum 0, Maximum Packet Size 0 and a property that
-// may appear once appearing twice are Protocol Errors: the CONNECT is refused (CONNACK 0x82 or a
-// close) and no session is created; in a PUBLISH, DISCONNECT 0x82 and nothing delivered.
-func TestPropertyProtocolErrors(t *testing.T) {
-	forEachVersion(t, func(t *testing.T, v byte) {
-		b := mqtttest.StartBroker(t)
-		expectRefused(t, b, v, []refusedConnect{
-			{"Receive Maximum 0 (E1)", "p0", connectBytes(v, 0, []byte{0x21, 0, 0}, "p0", nil)},
-			{"Maximum Packet Size 0 (E8)", "p1", connectBytes(v, 0, []byte{0x27, 0, 0, 0, 0}, "p1", nil)},
-			{"Session Expiry Interval twice (G12)", "p2", connectBytes(v, 0, []byte{0x11, 0, 0, 0, 5, 0x11, 0, 0, 0, 6}, "p2", nil)},
-		})
-
-		t.Run("PUBLISH with Message Expiry Interval twice (G12)", func(t *testing.T) {
-			watcher := connectClean(t, b, v, "watcher")
-			watcher.SubscribeOK(t, 1, "#", 1)
-			c := connectClean(t, b, v, "twice")
-			// QoS 1, topic "a", id 1, properties: Message Expiry Interval 5, then 6.
-			c.WriteRaw(frame(0x32, []byte{0, 1, 'a', 0, 1, 10, 0x02, 0, 0, 0, 5, 0x02, 0, 0, 0, 6, 'x'}))
-			c.ExpectDisconnect(t, 0x82)
-			watcher.ExpectNothing(t, nothing)
-		})
-	}, v5)
-}
-
-// refusedConnect is a CONNECT the broker must refuse.
-type refusedConnect struct {
-	name     string
-	clientID string
-	bytes    []byte
-}
-
-// expectRefused sends each CONNECT on its own connection and expects a close (5.0: optionally after
-// CONNACK 0x80 or more); then the client id has no session.
-func expectRefused(t *testing.T, b *mqtttest.Broker, v byte, cases []refusedConnect) {
-	t.Helper()
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			c := b.Dial(t, v)
-			c.WriteRaw(tc.bytes)
-			r, ok := c.Next(mqtttest.ExpectTimeout)
-			switch {
-			case !ok:
-				t.Fatalf("connection still open after %v", mqtttest.ExpectTimeout)
-			case r.Err != nil: // a bare close
-			case v == v5 && r.Packet.FixedHeader.Type == packets.Connack && r.Packet.ReasonCode >= 0x80:
-				c.ExpectClosed(t)
-			default:
-				t.Fatalf("got %s, want a close (5.0: CONNACK 0x80 or more first)", mqtttest.Describe(r.Packet))
-			}
-			c = b.Dial(t, v)
-			if ack := c.Connect(t, tc.clientID, false, expiry); ack.SessionPresent {
-				t.Fatalf("Session Present 1: the refused CONNECT created a session [MQTT-3.1.4-6]")
-			}
-		})
-	}
 }
 
 // [MQTT-3.2.0-1] [MQTT-3.2.0-2] (G7, G1): CONNACK is the first packet the broker sends, and it is

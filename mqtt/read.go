@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/mochi-mqtt/server/v2/packets"
-	"github.com/oncemq/oncemq/mqtt/wire"
+	"github.com/oncemq/oncemq/mqtt/internal/wire"
 )
 
 // protocolError is a packet the broker must answer by closing the connection, with a 5.0 reason

@@ -5,11 +5,14 @@ import (
 	"bytes"
 	"io"
 	"testing"
+
+	"github.com/oncemq/oncemq/mqtt/mqtttest/fixture"
 )
 
 // FuzzReadPacket feeds arbitrary bytes to the packet reader under both protocol versions, whole and
 // split in two (as a partial read would deliver them): it must return a packet or an error, never
-// panic, and never allocate past the maximum packet size.
+// panic, and never allocate past the maximum packet size. Every packet fixture of testdata/packets
+// is a seed too.
 func FuzzReadPacket(f *testing.F) {
 	seeds := [][]byte{
 		{0x10, 0x10, 0, 4, 'M', 'Q', 'T', 'T', 5, 2, 0, 60, 0, 0, 3, 'a', 'b', 'c'},
@@ -22,6 +25,13 @@ func FuzzReadPacket(f *testing.F) {
 	}
 	for _, s := range seeds {
 		f.Add(s)
+	}
+	cases, err := fixture.LoadAll()
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, c := range cases {
+		f.Add([]byte(c.Bytes))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, version := range []byte{4, 5} {

@@ -11,8 +11,8 @@ import (
 
 	"github.com/mochi-mqtt/server/v2/packets"
 	"github.com/oncemq/oncemq/mqtt"
+	"github.com/oncemq/oncemq/mqtt/internal/wire"
 	"github.com/oncemq/oncemq/mqtt/mqtttest"
-	"github.com/oncemq/oncemq/mqtt/wire"
 )
 
 // BenchmarkQoS2 measures complete QoS 2 flows through a real broker on loopback: P publishers with

@@ -1,12 +1,12 @@
 package main
 
-// Crash-point tests: one per row of DESIGN.md section 3. Each runs the real binary with
-// ONCEMQ_CRASH_AT set, drives the flow with raw MQTT 5.0 clients until the broker SIGKILLs itself
-// between a commit and the packet the commit allows, checks that the packet never left, restarts the
-// binary on the same data directory without the crash point, resumes the clients as correct clients
-// do (Clean Start 0, Session Present 1, resend PUBLISH with DUP and the same id, resend PUBREL), and
-// counts deliveries up to a sentinel message published last. Rule ids are from
-// /work/shared/spec/mqtt-checklist.md.
+// Crash-point tests: one per durability rule of docs/ARCHITECTURE.md ("Durability rules"). Each
+// runs the real binary with ONCEMQ_CRASH_AT set, drives the flow with raw MQTT 5.0 clients until the
+// broker SIGKILLs itself between a commit and the packet the commit allows, checks that the packet
+// never left, restarts the binary on the same data directory without the crash point, resumes the
+// clients as correct clients do (Clean Start 0, Session Present 1, resend PUBLISH with DUP and the
+// same id, resend PUBREL), and counts deliveries up to a sentinel message published last. Rule ids
+// are the MQTT specifications' conformance statements.
 
 import (
 	"context"
@@ -82,12 +82,7 @@ func (c *rawClient) readLoop() {
 }
 
 // describe prints a packet for failure messages, with the payload of a PUBLISH.
-func describe(pk *packets.Packet) string {
-	if pk.FixedHeader.Type == packets.Publish {
-		return fmt.Sprintf("%s%q", mqttclient.Describe(*pk), pk.Payload)
-	}
-	return mqttclient.Describe(*pk)
-}
+func describe(pk *packets.Packet) string { return mqttclient.Describe(*pk) }
 
 func (c *rawClient) write(pk packets.Packet) {
 	c.t.Helper()
@@ -320,7 +315,7 @@ func TestCrashBeforePubrec(t *testing.T) {
 }
 
 // The same row with --sync none: no fsync, but a process crash must still lose nothing, as the
-// commit is in the OS page cache before PUBREC (DESIGN.md section 4).
+// commit is in the OS page cache before PUBREC (README.md, "--sync none").
 func TestCrashBeforePubrecSyncNone(t *testing.T) {
 	t.Parallel()
 	testCrashBeforePubrec(t, "--sync", "none")

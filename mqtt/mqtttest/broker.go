@@ -2,7 +2,8 @@
 // net/http/httptest runs a real HTTP server.
 //
 // StartBroker listens on 127.0.0.1 port 0 with its state in t.TempDir() and shuts down in
-// t.Cleanup; Restart stops it and opens a new one on the same data directory. Dial returns a
+// t.Cleanup, which then reopens the data file and fails the test if the store breaks one of its
+// invariants; Restart stops it and opens a new one on the same data directory. Dial returns a
 // raw-packet client whose helpers (Connect, Publish, Pubrel, Subscribe, Expect...) make protocol
 // scripts read like the spec, in MQTT 3.1.1 (version 4) or 5.0 (version 5).
 package mqtttest
@@ -63,7 +64,7 @@ type Broker struct {
 }
 
 // StartBroker starts a broker on 127.0.0.1:0 with its state in a new t.TempDir(), serving in a
-// goroutine until t's cleanup shuts it down. Unless an option sets a Logger, the broker logs at
+// goroutine until t's cleanup shuts it down and checks the store it left (see checkStore). Unless an option sets a Logger, the broker logs at
 // debug level into a buffer whose end is printed if the test fails.
 func StartBroker(t testing.TB, opts ...Option) *Broker {
 	t.Helper()
@@ -79,6 +80,7 @@ func StartBroker(t testing.TB, opts ...Option) *Broker {
 	b.Start(t)
 	t.Cleanup(func() {
 		b.Stop(t)
+		checkStore(t, b.Dir)
 		if t.Failed() {
 			log := b.logs.String()
 			if len(log) > maxLogShown {

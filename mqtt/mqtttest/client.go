@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/mochi-mqtt/server/v2/packets"
-	"github.com/oncemq/oncemq/mqtt/wire"
+
+	"github.com/oncemq/oncemq/mqtt/mqtttest/rawpacket"
 )
 
 // Timeouts of the Expect helpers: long for what must come, so that a slow machine does not fail a
@@ -22,8 +24,8 @@ const (
 	NothingTimeout = 300 * time.Millisecond
 )
 
-// Client is a raw MQTT client: it writes exactly the packets a test builds (with the mochi codec,
-// or raw bytes) and reads exactly what the broker sends, packet by packet. A background goroutine
+// Client is a raw MQTT client: it writes exactly the packets a test builds (with rawpacket, or raw
+// bytes) and reads exactly what the broker sends, packet by packet. A background goroutine
 // reads and decodes; the Expect helpers wait on what it read.
 //
 // Write helpers fail the test given to Dial; Expect helpers take the test to fail, so they can be
@@ -101,54 +103,19 @@ func (c *Client) readLoop() {
 // that is not minimal, bad fixed header flags, a client-only packet type) as well as on a closed
 // connection.
 func readOne(br *bufio.Reader, version byte) (r Received) {
-	hb, err := br.ReadByte()
-	if err != nil {
-		r.Err = err
-		return r
-	}
-	rec := &recorder{r: br, raw: []byte{hb}}
-	pk, body, err := wire.ReadFrame(hb, rec, version, 0)
-	r.Raw, r.Packet = rec.raw, pk
+	pk, err := rawpacket.ReadFromServer(br, version, 0, &r.Raw)
+	r.Packet = pk
 	switch {
+	case errors.Is(err, io.EOF):
+		r.Err = err // a clean close, between packets
 	case err != nil:
 		r.Err = fmt.Errorf("broker sent bad bytes or the connection ended inside a packet (% x): %w", r.Raw, err)
-	case !wire.FromServer(pk.FixedHeader.Type):
-		r.Err = fmt.Errorf("packet type %d is not sent by a server", pk.FixedHeader.Type)
-	default:
-		if err := wire.Decode(&r.Packet, body); err != nil {
-			r.Err = fmt.Errorf("broker sent an undecodable %s (% x): %w", packets.PacketNames[pk.FixedHeader.Type], r.Raw, err)
-		}
 	}
 	return r
 }
 
-// recorder keeps every byte read through it, for Received.Raw.
-type recorder struct {
-	r   *bufio.Reader
-	raw []byte
-}
-
-func (c *recorder) ReadByte() (byte, error) {
-	b, err := c.r.ReadByte()
-	if err == nil {
-		c.raw = append(c.raw, b)
-	}
-	return b, err
-}
-
-func (c *recorder) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.raw = append(c.raw, p[:n]...)
-	return n, err
-}
-
-// Encode encodes pk for protocol version.
-func Encode(pk packets.Packet, version byte) ([]byte, error) {
-	pk.ProtocolVersion = version
-	var buf bytes.Buffer
-	err := wire.Encode(&buf, &pk)
-	return buf.Bytes(), err
-}
+// Encode encodes pk for protocol version; see rawpacket.Encode.
+func Encode(pk packets.Packet, version byte) ([]byte, error) { return rawpacket.Encode(pk, version) }
 
 // WriteRaw writes b as is.
 func (c *Client) WriteRaw(b []byte) {
@@ -206,19 +173,7 @@ func WillDelay(seconds uint32) ConnectOption {
 // ConnectPacket builds a CONNECT. clean is 3.1.1 CleanSession or 5.0 Clean Start; sessionExpiry is
 // the 5.0 Session Expiry Interval (absent when 0; ignored in 3.1.1).
 func ConnectPacket(version byte, clientID string, clean bool, sessionExpiry uint32, opts ...ConnectOption) packets.Packet {
-	pk := packets.Packet{
-		FixedHeader:     packets.FixedHeader{Type: packets.Connect},
-		ProtocolVersion: version,
-		Connect: packets.ConnectParams{
-			ProtocolName:     []byte("MQTT"),
-			ClientIdentifier: clientID,
-			Clean:            clean,
-		},
-	}
-	if version == 5 && sessionExpiry > 0 {
-		pk.Properties.SessionExpiryInterval = sessionExpiry
-		pk.Properties.SessionExpiryIntervalFlag = true
-	}
+	pk := rawpacket.Connect(version, rawpacket.ConnectOptions{ClientID: clientID, CleanStart: clean, SessionExpiry: sessionExpiry})
 	for _, o := range opts {
 		o(&pk)
 	}
@@ -242,14 +197,9 @@ func (c *Client) Connect(t testing.TB, clientID string, clean bool, sessionExpir
 	return ack
 }
 
-// PublishPacket builds a PUBLISH.
+// PublishPacket builds a PUBLISH; see rawpacket.Publish.
 func PublishPacket(topic string, qos byte, id uint16, payload []byte, dup bool) packets.Packet {
-	return packets.Packet{
-		FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: qos, Dup: dup},
-		TopicName:   topic,
-		PacketID:    id,
-		Payload:     payload,
-	}
+	return rawpacket.Publish(topic, qos, id, payload, dup)
 }
 
 // Publish writes a PUBLISH.
@@ -266,13 +216,9 @@ func (c *Client) PublishRetained(topic string, qos byte, id uint16, payload []by
 	c.Send(pk)
 }
 
-// AckPacket builds a PUBACK, PUBREC, PUBREL (fixed header 0x62) or PUBCOMP.
+// AckPacket builds a PUBACK, PUBREC, PUBREL (fixed header 0x62) or PUBCOMP; see rawpacket.Ack.
 func AckPacket(typ byte, id uint16, reason byte) packets.Packet {
-	pk := packets.Packet{FixedHeader: packets.FixedHeader{Type: typ}, PacketID: id, ReasonCode: reason}
-	if typ == packets.Pubrel {
-		pk.FixedHeader.Qos = 1
-	}
-	return pk
+	return rawpacket.Ack(typ, id, reason)
 }
 
 // Puback writes a PUBACK.
@@ -296,16 +242,12 @@ func (c *Client) Pubcomp(id uint16) { c.t.Helper(); c.Send(AckPacket(packets.Pub
 // Pingreq writes a PINGREQ.
 func (c *Client) Pingreq() {
 	c.t.Helper()
-	c.Send(packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Pingreq}})
+	c.Send(rawpacket.Pingreq())
 }
 
-// SubscribePacket builds a SUBSCRIBE for one filter.
+// SubscribePacket builds a SUBSCRIBE for one filter; see rawpacket.Subscribe.
 func SubscribePacket(id uint16, filter string, qos byte) packets.Packet {
-	return packets.Packet{
-		FixedHeader: packets.FixedHeader{Type: packets.Subscribe, Qos: 1},
-		PacketID:    id,
-		Filters:     packets.Subscriptions{{Filter: filter, Qos: qos}},
-	}
+	return rawpacket.Subscribe(id, filter, qos)
 }
 
 // Subscribe writes a SUBSCRIBE for one filter.
@@ -328,7 +270,7 @@ func (c *Client) SubscribeOK(t testing.TB, id uint16, filter string, qos byte) {
 // connection, which it does once it has taken the session offline.
 func (c *Client) Disconnect(t testing.TB) {
 	t.Helper()
-	c.Send(packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Disconnect}})
+	c.Send(rawpacket.Disconnect(0))
 	c.ExpectClosed(t)
 	c.Close()
 }
@@ -495,47 +437,10 @@ func isClosed(err error) bool {
 	return errors.Is(err, io.EOF) || errors.As(err, &ne)
 }
 
-func name(typ byte) string { return packets.PacketNames[typ] }
+func name(typ byte) string { return strings.ToUpper(packets.PacketNames[typ]) }
 
-// Describe formats a packet for test failures.
-func Describe(pk packets.Packet) string {
-	fh := pk.FixedHeader
-	switch fh.Type {
-	case packets.Connack:
-		s := fmt.Sprintf("CONNACK(rc=0x%02X sp=%v", pk.ReasonCode, pk.SessionPresent)
-		if pk.Properties.AssignedClientID != "" {
-			s += fmt.Sprintf(" assigned=%q", pk.Properties.AssignedClientID)
-		}
-		return s + ")"
-	case packets.Publish:
-		payload := string(pk.Payload)
-		if len(payload) > 40 {
-			payload = fmt.Sprintf("%s...(%d bytes)", payload[:40], len(pk.Payload))
-		}
-		return fmt.Sprintf("PUBLISH(topic=%q qos=%d id=%d dup=%v retain=%v payload=%q)",
-			pk.TopicName, fh.Qos, pk.PacketID, fh.Dup, fh.Retain, payload)
-	case packets.Puback, packets.Pubrec, packets.Pubrel, packets.Pubcomp:
-		return fmt.Sprintf("%s(id=%d rc=0x%02X)", upper(fh.Type), pk.PacketID, pk.ReasonCode)
-	case packets.Suback, packets.Unsuback:
-		return fmt.Sprintf("%s(id=%d codes=% x)", upper(fh.Type), pk.PacketID, pk.ReasonCodes)
-	case packets.Disconnect:
-		return fmt.Sprintf("DISCONNECT(rc=0x%02X)", pk.ReasonCode)
-	}
-	return upper(fh.Type)
-}
+// Describe formats a packet for test failures; see rawpacket.Describe.
+func Describe(pk packets.Packet) string { return rawpacket.Describe(pk) }
 
 // DescribeAll formats packets for test failures.
-func DescribeAll(pks []packets.Packet) string {
-	var b bytes.Buffer
-	b.WriteByte('[')
-	for i, pk := range pks {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(Describe(pk))
-	}
-	b.WriteByte(']')
-	return b.String()
-}
-
-func upper(typ byte) string { return string(bytes.ToUpper([]byte(packets.PacketNames[typ]))) }
+func DescribeAll(pks []packets.Packet) string { return rawpacket.DescribeAll(pks) }

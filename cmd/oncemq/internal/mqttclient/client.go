@@ -1,5 +1,6 @@
 // Package mqttclient is a minimal MQTT 5.0 client transport for oncemq's own tools (torture): one
-// TCP connection that encodes and decodes packets with the mochi codec. It keeps no session state:
+// TCP connection that encodes and decodes packets with rawpacket, the builders and framing it
+// shares with the tests' raw client. It keeps no session state:
 // the caller owns packet identifiers, acknowledgements and resends, so that a client's state can
 // outlive its connections and be checked exactly.
 package mqttclient
@@ -8,16 +9,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/mochi-mqtt/server/v2/packets"
-	"github.com/oncemq/oncemq/mqtt/wire"
+
+	"github.com/oncemq/oncemq/mqtt/mqtttest/rawpacket"
 )
 
 // Version is the protocol level spoken: MQTT 5.0.
@@ -70,13 +69,7 @@ func (c *Conn) Buffered() int { return c.br.Buffered() }
 func (c *Conn) SetReadDeadline(t time.Time) error { return c.nc.SetReadDeadline(t) }
 
 // ConnectOptions are the fields of a CONNECT.
-type ConnectOptions struct {
-	ClientID       string
-	CleanStart     bool
-	SessionExpiry  uint32 // seconds; 0: the session ends with the connection
-	ReceiveMaximum uint16 // 0: absent (65535)
-	KeepAlive      uint16 // seconds; 0: none
-}
+type ConnectOptions = rawpacket.ConnectOptions
 
 // ConnackError is a CONNACK with a failure reason code.
 type ConnackError struct{ Code byte }
@@ -87,21 +80,7 @@ func (e *ConnackError) Error() string { return fmt.Sprintf("CONNACK reason code 
 // failure reason code is returned with a *ConnackError. Packets that follow the CONNACK stay
 // buffered for Read.
 func (c *Conn) Connect(o ConnectOptions, timeout time.Duration) (packets.Packet, error) {
-	pk := packets.Packet{
-		FixedHeader:     packets.FixedHeader{Type: packets.Connect},
-		ProtocolVersion: Version,
-		Connect: packets.ConnectParams{
-			ProtocolName:     []byte("MQTT"),
-			ClientIdentifier: o.ClientID,
-			Clean:            o.CleanStart,
-			Keepalive:        o.KeepAlive,
-		},
-	}
-	if o.SessionExpiry > 0 {
-		pk.Properties.SessionExpiryInterval = o.SessionExpiry
-		pk.Properties.SessionExpiryIntervalFlag = true
-	}
-	pk.Properties.ReceiveMaximum = o.ReceiveMaximum
+	pk := rawpacket.Connect(Version, o)
 	if err := c.Write(pk); err != nil {
 		return packets.Packet{}, err
 	}
@@ -149,84 +128,31 @@ func (c *Conn) Read() (packets.Packet, error) {
 }
 
 // ErrMalformed is wrapped by Read's errors for bytes that are not a valid packet from a server.
-var ErrMalformed = wire.ErrMalformed
+var ErrMalformed = rawpacket.ErrMalformed
 
 // ReadPacket reads one packet sent by a server from r.
-func ReadPacket(r *bufio.Reader) (pk packets.Packet, err error) {
-	hb, err := r.ReadByte()
-	if err != nil {
-		return pk, err
-	}
-	pk, body, err := wire.ReadFrame(hb, r, Version, MaxPacketSize)
-	if err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return pk, err
-		}
-		return pk, fmt.Errorf("%w: %v", ErrMalformed, err)
-	}
-	if !wire.FromServer(pk.FixedHeader.Type) {
-		return pk, fmt.Errorf("%w: packet type %d is not sent by a server", ErrMalformed, pk.FixedHeader.Type)
-	}
-	if err := wire.Decode(&pk, body); err != nil {
-		return pk, fmt.Errorf("%w: %s: %v", ErrMalformed, packets.PacketNames[pk.FixedHeader.Type], err)
-	}
-	return pk, nil
+func ReadPacket(r *bufio.Reader) (packets.Packet, error) {
+	return rawpacket.ReadFromServer(r, Version, MaxPacketSize, nil)
 }
 
 // Encode appends pk, encoded for MQTT 5.0, to buf.
-func Encode(buf *bytes.Buffer, pk packets.Packet) error {
-	pk.ProtocolVersion = Version
-	return wire.Encode(buf, &pk)
-}
+func Encode(buf *bytes.Buffer, pk packets.Packet) error { return rawpacket.Append(buf, pk, Version) }
 
-// Publish builds a PUBLISH.
+// Publish builds a PUBLISH; see rawpacket.Publish.
 func Publish(topic string, qos byte, id uint16, payload []byte, dup bool) packets.Packet {
-	return packets.Packet{
-		FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: qos, Dup: dup},
-		TopicName:   topic,
-		PacketID:    id,
-		Payload:     payload,
-	}
+	return rawpacket.Publish(topic, qos, id, payload, dup)
 }
 
 // Ack builds a PUBACK, PUBREC, PUBREL (fixed header 0x62) or PUBCOMP with a reason code.
-func Ack(typ byte, id uint16, reason byte) packets.Packet {
-	pk := packets.Packet{FixedHeader: packets.FixedHeader{Type: typ}, PacketID: id, ReasonCode: reason}
-	if typ == packets.Pubrel {
-		pk.FixedHeader.Qos = 1 // [MQTT-3.6.1-1]
-	}
-	return pk
-}
+func Ack(typ byte, id uint16, reason byte) packets.Packet { return rawpacket.Ack(typ, id, reason) }
 
 // Subscribe builds a SUBSCRIBE (fixed header 0x82) for one filter.
 func Subscribe(id uint16, filter string, qos byte) packets.Packet {
-	return packets.Packet{
-		FixedHeader: packets.FixedHeader{Type: packets.Subscribe, Qos: 1},
-		PacketID:    id,
-		Filters:     packets.Subscriptions{{Filter: filter, Qos: qos}},
-	}
+	return rawpacket.Subscribe(id, filter, qos)
 }
 
 // Disconnect builds a DISCONNECT with a reason code.
-func Disconnect(reason byte) packets.Packet {
-	return packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Disconnect}, ReasonCode: reason}
-}
+func Disconnect(reason byte) packets.Packet { return rawpacket.Disconnect(reason) }
 
 // Describe is a one-line summary of pk for messages.
-func Describe(pk packets.Packet) string {
-	name := strings.ToUpper(packets.PacketNames[pk.FixedHeader.Type])
-	switch pk.FixedHeader.Type {
-	case packets.Publish:
-		return fmt.Sprintf("PUBLISH(topic=%q qos=%d id=%d dup=%t %d bytes)", pk.TopicName, pk.FixedHeader.Qos,
-			pk.PacketID, pk.FixedHeader.Dup, len(pk.Payload))
-	case packets.Puback, packets.Pubrec, packets.Pubrel, packets.Pubcomp:
-		return fmt.Sprintf("%s(id=%d reason=0x%02X)", name, pk.PacketID, pk.ReasonCode)
-	case packets.Connack:
-		return fmt.Sprintf("CONNACK(present=%t reason=0x%02X)", pk.SessionPresent, pk.ReasonCode)
-	case packets.Disconnect:
-		return fmt.Sprintf("DISCONNECT(reason=0x%02X)", pk.ReasonCode)
-	case packets.Suback:
-		return fmt.Sprintf("SUBACK(id=%d codes=% x)", pk.PacketID, pk.ReasonCodes)
-	}
-	return name
-}
+func Describe(pk packets.Packet) string { return rawpacket.Describe(pk) }
