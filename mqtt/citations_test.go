@@ -201,7 +201,7 @@ func (ix *citationIndex) ruleProblems(line string) []string {
 	for _, m := range ruleID.FindAllStringSubmatch(line, -1) {
 		id := fmt.Sprintf("%s.%s.%s-%s", m[1], m[2], m[3], m[4])
 		if !ix.ids[id] {
-			problems = append(problems, fmt.Sprintf("rule id MQTT-%s (%s) is not in %s: add it to its appendix with a paraphrase of the rule, or fix the id", id, m[0], checklistFile))
+			problems = append(problems, fmt.Sprintf("rule id %s is not in %s: add it to its appendix with a paraphrase of the rule, or fix the id", m[0], checklistFile))
 		}
 	}
 	for _, b := range bracketed.FindAllString(line, -1) {
