@@ -43,7 +43,7 @@ var (
 	unquotedSection = regexp.MustCompile(`^\s*[(,:]?\s*(?:section|§)\s*(\S.*)$`)
 	anchorSection   = regexp.MustCompile(`^#([\w-]+)`)
 	// machinePath is an absolute path on one machine; designDoc is the design document's name.
-	machinePath = regexp.MustCompile(`(?:^|[^\w.~-])/(?:work|home|Users|farm)/`)
+	machinePath = regexp.MustCompile(`(?:^|[^\w.~-])/(?:work|home|Users)/`)
 	designDoc   = regexp.MustCompile(`DESIGN\.md`)
 	docsFile    = regexp.MustCompile(`\bdocs/[\w./-]+\.md\b`)
 	heading     = regexp.MustCompile(`^#{1,6}\s+(.+?)\s*#*\s*$`)

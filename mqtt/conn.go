@@ -3,6 +3,7 @@ package mqtt
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"log/slog"
 	"net"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/mochi-mqtt/server/v2/packets"
 	"github.com/oncemq/oncemq/mqtt/internal/wire"
 	"github.com/oncemq/oncemq/session"
+	"github.com/oncemq/oncemq/session/reason"
 )
 
 // maxQueuedPackets bounds a connection's outgoing queue. QoS 1/2 deliveries are bounded by the
@@ -40,16 +42,19 @@ const maxPooledQueue = 256
 // session layer, and a writer goroutine, started when there is something to write and gone when
 // the queue is empty. It implements session.Conn.
 type conn struct {
-	srv    *Server
-	nc     net.Conn
-	br     *bufio.Reader // nil while idle between packets
-	hb     [1]byte       // the first byte of the next packet, read without a buffer
-	hbRead bool          // hb holds a byte not yet decoded
+	srv        *Server
+	nc         net.Conn
+	listener   net.Addr      // the address of the listener that accepted nc
+	acceptedAt time.Time     // for the Disconnect event's Duration
+	br         *bufio.Reader // nil while idle between packets
+	hb         [1]byte       // the first byte of the next packet, read without a buffer
+	hbRead     bool          // hb holds a byte not yet decoded
 
 	// Set by the reader during CONNECT, read-only afterwards.
 	version       byte
 	clientID      string
 	sess          *session.Session
+	info          *Client           // the client as the hooks see it, once authenticated
 	maxPacketSize uint32            // the client's; 0 unlimited
 	keepAlive     time.Duration     // 1.5 x the client's Keep Alive; 0 none
 	aliases       map[uint16]string // inbound topic aliases; reader only
@@ -61,14 +66,27 @@ type conn struct {
 	queue       []packets.Packet
 	writing     bool // a writer goroutine is running (after closing: it ran and closed the socket)
 	closing     bool
-	closeReason byte
+	closeReason reason.Code
 
 	writerDone chan struct{} // closed once the socket is closed
 }
 
-func newConn(srv *Server, nc net.Conn) *conn {
-	return &conn{srv: srv, nc: nc, writerDone: make(chan struct{})}
+func newConn(srv *Server, nc net.Conn, listener net.Addr) *conn {
+	return &conn{srv: srv, nc: nc, listener: listener, acceptedAt: time.Now(), writerDone: make(chan struct{})}
 }
+
+// describe is the client as the hooks see it, with the given username.
+func (c *conn) describe(username string) Client {
+	cl := Client{ID: c.clientID, Username: username, ProtocolVersion: c.version, Listener: c.listener, RemoteAddr: c.nc.RemoteAddr()}
+	if tc, ok := c.nc.(*tls.Conn); ok {
+		st := tc.ConnectionState() // the handshake is done: the CONNECT was read through it
+		cl.TLS = &st
+	}
+	return cl
+}
+
+// client is the authenticated client, for the hooks called after CONNECT.
+func (c *conn) client() *Client { return c.info }
 
 // log is the connection's logger; built on use, since idle connections log nothing.
 func (c *conn) log() *slog.Logger {
@@ -126,16 +144,16 @@ func (c *conn) Send(pk packets.Packet) {
 	c.startWriter()
 }
 
-// Close makes the writer flush what is queued, send DISCONNECT with reason if the client speaks
-// 5.0 and reason is an error code, and close the socket. It never blocks.
-func (c *conn) Close(reason byte) {
+// Close makes the writer flush what is queued, send DISCONNECT with code if the client speaks
+// 5.0 and code is an error code, and close the socket. It never blocks.
+func (c *conn) Close(code reason.Code) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closing {
 		return
 	}
 	c.closing = true
-	c.closeReason = reason
+	c.closeReason = code
 	c.startWriter()
 }
 
@@ -161,7 +179,7 @@ func (c *conn) writeLoop() {
 		c.mu.Lock()
 		batch := c.queue
 		c.queue = nil
-		closing, reason := c.closing, c.closeReason
+		closing, closeReason := c.closing, c.closeReason
 		if len(batch) == 0 && !closing {
 			c.writing = false
 			c.mu.Unlock()
@@ -173,8 +191,8 @@ func (c *conn) writeLoop() {
 		for i := range batch {
 			c.encode(buf, &batch[i])
 		}
-		if closing && c.version == 5 && reason >= 0x80 {
-			d := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Disconnect}, ReasonCode: reason}
+		if closing && c.version == 5 && closeReason.IsFailure() {
+			d := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Disconnect}, ReasonCode: byte(closeReason)}
 			c.encode(buf, &d)
 		}
 		if buf.Len() > 0 {

@@ -1,6 +1,7 @@
 package mqtt
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -11,66 +12,98 @@ import (
 	"github.com/oncemq/oncemq/inflight"
 	"github.com/oncemq/oncemq/mqtt/internal/wire"
 	"github.com/oncemq/oncemq/session"
+	"github.com/oncemq/oncemq/session/reason"
 	"github.com/oncemq/oncemq/session/topic"
 )
 
 // errConnectRefused: CONNACK with a failure code was sent; the connection closes without more.
 var errConnectRefused = errors.New("connect refused")
 
-// connect reads and handles the first packet, which must be CONNECT [MQTT-3.1.0-1]; anything else
-// closes the connection without a word. On success c.sess holds the session.
-func (c *conn) connect() error {
-	_ = c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.ConnectTimeout))
+// handleConnect reads and handles the first packet, which must be CONNECT [MQTT-3.1.0-1]; anything
+// else closes the connection without a word. The client is authenticated before the session is
+// touched. On success c.sess holds the session.
+func (c *conn) handleConnect() error {
+	deadline := time.Now().Add(c.srv.opts.ConnectTimeout)
+	_ = c.nc.SetReadDeadline(deadline)
+	pk, err := c.readConnect()
+	if err != nil {
+		return err
+	}
+	req, props, err := c.connectRequest(&pk)
+	if err != nil {
+		return err
+	}
+	if err := c.authenticate(deadline, &pk, &req); err != nil {
+		return err
+	}
+	return c.openSession(req, props)
+}
+
+// readConnect reads the CONNECT frame, answers an unsupported protocol level, and decodes and
+// validates the packet in the client's version.
+func (c *conn) readConnect() (packets.Packet, error) {
 	c.acquireReader()
 	hb, err := c.br.ReadByte()
 	if err != nil {
-		return err
+		return packets.Packet{}, err
 	}
 	if hb>>4 != packets.Connect {
-		return protocolViolation("first packet is not CONNECT")
+		return packets.Packet{}, protocolViolation("first packet is not CONNECT")
 	}
-	pk, body, err := wire.ReadFrame(hb, c.br, 0, c.srv.cfg.MaxPacketSize)
+	pk, body, err := wire.ReadFrame(hb, c.br, 0, c.srv.opts.MaxPacketSize)
 	if errors.Is(err, wire.ErrTooLarge) {
-		return &protocolError{code: 0x95, msg: err.Error()}
+		return pk, &protocolError{code: reason.PacketTooLarge, msg: err.Error()}
 	}
 	if err != nil {
-		return err
+		return pk, err
 	}
 	level, ok := connectLevel(body)
 	if ok && level != 4 && level != 5 {
-		// Unsupported protocol level: 0x84 in 5.0's format, 0x01 in 3.1.1's [MQTT-3.1.2-2].
+		// Unsupported protocol level: answered in 5.0's format to a later level, in 3.1.1's to an
+		// earlier one [MQTT-3.1.2-2].
 		c.version = 4
-		code := byte(0x01)
 		if level > 5 {
-			c.version, code = 5, 0x84
+			c.version = 5
 		}
-		c.sendConnack(code, false, packets.Properties{})
-		return errConnectRefused
+		c.refuseConnect(reason.UnsupportedProtocolVersion, nil)
+		return pk, errConnectRefused
 	}
 	c.version = 4
 	if level == 5 {
 		c.version = 5 // from here on a malformed CONNECT is answered in 5.0's format [MQTT-3.1.4-1]
 	}
 	if err := checkAndDecode(&pk, body, c.version); err != nil {
-		return err
+		return pk, err
 	}
 	if code := pk.ConnectValidate(); code != packets.CodeSuccess {
-		return &protocolError{code: code.Code, msg: "invalid CONNECT: " + code.Reason}
+		rc := reason.Code(code.Code)
+		if code == packets.ErrProtocolViolationReservedBit || code == packets.ErrProtocolViolationQosOutOfRange {
+			// The specification calls both a Malformed Packet; the codec says protocol error
+			// [MQTT-3.1.2-3] [MQTT-3.1.2-12].
+			rc = reason.MalformedPacket
+		}
+		return pk, &protocolError{code: rc, msg: "invalid CONNECT: " + code.Reason}
 	}
 	if !pk.Connect.WillFlag && pk.Connect.WillQos != 0 {
-		return malformed("invalid CONNECT: Will QoS without the Will Flag") // [MQTT-3.1.2-11]; the codec misses it
+		return pk, malformed("invalid CONNECT: Will QoS without the Will Flag") // [MQTT-3.1.2-11]; the codec misses it
 	}
-	cp := pk.Connect
-	if pk.Properties.AuthenticationMethod != "" {
-		c.sendConnack(0x8C, false, packets.Properties{}) // no enhanced authentication methods
-		return errConnectRefused
-	}
+	return pk, nil
+}
+
+// connectRequest turns a valid CONNECT into the session layer's request and the CONNACK
+// properties, refusing what oncemq does not offer.
+func (c *conn) connectRequest(pk *packets.Packet) (session.ConnectRequest, packets.Properties, error) {
+	cp := &pk.Connect
 	var props packets.Properties
+	if pk.Properties.AuthenticationMethod != "" {
+		c.refuseConnect(reason.BadAuthenticationMethod, nil) // no enhanced authentication methods
+		return session.ConnectRequest{}, props, errConnectRefused
+	}
 	clientID := cp.ClientIdentifier
 	if clientID == "" {
 		if c.version == 4 && !cp.Clean { // [MQTT-3.1.3-8]
-			c.sendConnack(0x02, false, packets.Properties{})
-			return errConnectRefused
+			c.refuseConnect(reason.ClientIdentifierNotValid, nil)
+			return session.ConnectRequest{}, props, errConnectRefused
 		}
 		clientID = newClientID()
 		if c.version == 5 {
@@ -91,42 +124,77 @@ func (c *conn) connect() error {
 	}
 	if cp.WillFlag {
 		if !topic.ValidName(cp.WillTopic) {
-			return &protocolError{code: 0x90, msg: "invalid will topic"}
+			return req, props, &protocolError{code: reason.TopicNameInvalid, msg: "invalid will topic"}
 		}
-		wp := cp.WillProperties
-		req.Will = &inflight.Will{
-			Message: &inflight.Message{Topic: cp.WillTopic, Payload: cp.WillPayload, QoS: cp.WillQos, Retain: cp.WillRetain,
-				Properties: packets.Properties{PayloadFormat: wp.PayloadFormat, PayloadFormatFlag: wp.PayloadFormatFlag,
-					MessageExpiryInterval: wp.MessageExpiryInterval, ContentType: wp.ContentType, ResponseTopic: wp.ResponseTopic,
-					CorrelationData: wp.CorrelationData, User: wp.User}},
-			Delay: wp.WillDelayInterval,
-		}
+		req.Will = willOf(cp)
 	}
 	c.clientID = clientID
 	c.maxPacketSize = req.MaxPacketSize
 	keepAlive := time.Duration(cp.Keepalive) * time.Second
 	c.keepAlive = keepAlive + keepAlive/2 // [MQTT-3.1.2-22]
-
 	if c.version == 5 {
-		props.ReceiveMaximum = uint16(c.srv.cfg.ReceiveMaximum)
-		props.MaximumPacketSize = uint32(c.srv.cfg.MaxPacketSize)
+		props.ReceiveMaximum = uint16(c.srv.opts.ReceiveMaximum)
+		props.MaximumPacketSize = uint32(c.srv.opts.MaxPacketSize)
 		props.TopicAliasMaximum = topicAliasMaximum
 		props.SharedSubAvailable, props.SharedSubAvailableFlag = 0, true
 	}
+	return req, props, nil
+}
+
+// willOf is the Will Message of a CONNECT that has one.
+func willOf(cp *packets.ConnectParams) *inflight.Will {
+	wp := cp.WillProperties
+	return &inflight.Will{
+		Message: &inflight.Message{Topic: cp.WillTopic, Payload: cp.WillPayload, QoS: cp.WillQos, Retain: cp.WillRetain,
+			Properties: packets.Properties{PayloadFormat: wp.PayloadFormat, PayloadFormatFlag: wp.PayloadFormatFlag,
+				MessageExpiryInterval: wp.MessageExpiryInterval, ContentType: wp.ContentType, ResponseTopic: wp.ResponseTopic,
+				CorrelationData: wp.CorrelationData, User: wp.User}},
+		Delay: wp.WillDelayInterval,
+	}
+}
+
+// authenticate asks the Authenticator, if there is one, whether the client may connect, and
+// settles the username the session belongs to. It runs before the broker's lock is taken, so the
+// Authenticator may do I/O, bounded by the connect deadline.
+func (c *conn) authenticate(deadline time.Time, pk *packets.Packet, req *session.ConnectRequest) error {
+	username := string(pk.Connect.Username)
+	if a := c.srv.opts.Authenticator; a != nil {
+		cr := &ConnectRequest{Client: c.describe(username), CleanStart: pk.Connect.Clean}
+		if pk.Connect.PasswordFlag {
+			cr.Password = pk.Connect.Password
+		}
+		if req.Will != nil {
+			w := req.Will.Message
+			cr.Will = messageOf(w.Topic, w.Payload, w.QoS, w.Retain, &w.Properties)
+		}
+		ctx, cancel := context.WithDeadline(c.srv.ctx, deadline)
+		name, err := a.Authenticate(ctx, cr)
+		cancel()
+		if err != nil {
+			c.refuseConnect(refusalCode(err), err)
+			return errConnectRefused
+		}
+		username = name
+	}
+	req.Username = username
+	info := c.describe(username)
+	c.info = &info
+	return nil
+}
+
+// openSession hands the CONNECT to the session layer and waits until its CONNACK is queued.
+func (c *conn) openSession(req session.ConnectRequest, props packets.Properties) error {
 	acked := make(chan error, 1)
+	var sessionPresent bool
 	c.sess = c.srv.broker.Connect(req, c, func(present bool, err error) {
 		defer func() { acked <- err }()
 		if err != nil {
 			c.log().Error("connect not committed", slog.Any("err", err))
-			code := byte(0x80)
-			if c.version == 4 {
-				code = 0x03 // server unavailable
-			}
-			c.sendConnack(code, false, packets.Properties{})
-			c.Close(0)
+			c.sendConnack(reason.UnspecifiedError, false, packets.Properties{})
 			return
 		}
-		c.sendConnack(0x00, present, props)
+		sessionPresent = present
+		c.sendConnack(reason.Success, present, props)
 	})
 	// CONNACK must be the first packet sent [MQTT-3.2.0-1]: read nothing the client pipelined
 	// behind its CONNECT before the CONNACK is queued, or a PINGRESP, or the DISCONNECT for a bad
@@ -134,18 +202,41 @@ func (c *conn) connect() error {
 	if err := <-acked; err != nil {
 		return errConnectRefused
 	}
+	if ev := c.srv.opts.Events.Connect; ev != nil {
+		ev(c.info, sessionPresent)
+	}
 	return nil
 }
 
-// sendConnack queues a CONNACK. A refusal always has Session Present 0 [MQTT-3.2.2-6].
-func (c *conn) sendConnack(code byte, present bool, props packets.Properties) {
+// refuseConnect answers a CONNECT with a failure code and tells the ConnectRefused event.
+func (c *conn) refuseConnect(code ReasonCode, err error) {
+	c.log().Info("connect refused", slog.String("reason", code.String()), slog.Any("err", err))
+	c.sendConnack(code, false, packets.Properties{})
+	if ev := c.srv.opts.Events.ConnectRefused; ev != nil {
+		ev(&Client{ID: c.clientID, ProtocolVersion: c.version, Listener: c.listener, RemoteAddr: c.nc.RemoteAddr()}, code, err)
+	}
+}
+
+// sendConnack queues a CONNACK; a 3.1.1 client gets the 3.1.1 return code that says the same, or
+// no CONNACK where 3.1.1 has none [MQTT-3.2.2-6]. A refusal always has Session Present 0
+// [MQTT-3.2.2-6] and closes the connection.
+func (c *conn) sendConnack(code ReasonCode, present bool, props packets.Properties) {
+	wireCode := byte(code)
+	if c.version == 4 {
+		rc, ok := reason.ConnackReturnCode(code)
+		if !ok {
+			c.Close(0)
+			return
+		}
+		wireCode = byte(rc)
+	}
 	c.Send(packets.Packet{
 		FixedHeader:    packets.FixedHeader{Type: packets.Connack},
-		ReasonCode:     code,
-		SessionPresent: present && code == 0,
+		ReasonCode:     wireCode,
+		SessionPresent: present && code == reason.Success,
 		Properties:     props,
 	})
-	if code != 0 {
+	if code != reason.Success {
 		c.Close(0)
 	}
 }

@@ -2,11 +2,13 @@ package mqtt
 
 import (
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/mochi-mqtt/server/v2/packets"
 	"github.com/oncemq/oncemq/inflight"
 	"github.com/oncemq/oncemq/session"
+	"github.com/oncemq/oncemq/session/reason"
 	"github.com/oncemq/oncemq/session/topic"
 )
 
@@ -22,7 +24,7 @@ func (c *conn) handlePublish(pk *packets.Packet) error {
 	if code := pk.PublishValidate(aliasMax); code != packets.CodeSuccess {
 		// id 0 on QoS > 0 [MQTT-2.2.1-3], wildcards in the name [MQTT-3.3.2-2], alias out of range
 		// [MQTT-3.3.2-9]: protocol errors that close the connection.
-		return &protocolError{code: code.Code, msg: "invalid PUBLISH: " + code.Reason}
+		return &protocolError{code: reason.Code(code.Code), msg: "invalid PUBLISH: " + code.Reason}
 	}
 	name := pk.TopicName
 	if alias := pk.Properties.TopicAlias; alias > 0 {
@@ -36,7 +38,7 @@ func (c *conn) handlePublish(pk *packets.Packet) error {
 		}
 	}
 	if !topic.ValidName(name) {
-		return &protocolError{code: 0x90, msg: "invalid topic name"}
+		return &protocolError{code: reason.TopicNameInvalid, msg: "invalid topic name"}
 	}
 	if c.version == 5 && pk.Properties.PayloadFormatFlag && pk.Properties.PayloadFormat > 1 {
 		return protocolViolation("payload format indicator > 1")
@@ -57,6 +59,10 @@ func (c *conn) handlePublish(pk *packets.Packet) error {
 		m.ExpiresAt = now + int64(props.MessageExpiryInterval)*int64(time.Second)
 	}
 
+	if az := c.srv.opts.Authorizer; az != nil && !az.CanPublish(c.client(), name) {
+		return c.refusePublish(pk, reason.NotAuthorized)
+	}
+
 	// The quota counts the QoS 1 PUBACKs still owed, and the session adds the QoS 2 ids awaiting
 	// PUBREL, the way the client counts [MQTT-3.3.4-8]. The count goes up before the PUBACK can
 	// be sent (Send takes it down again).
@@ -66,7 +72,18 @@ func (c *conn) handlePublish(pk *packets.Packet) error {
 	}
 	err := c.srv.broker.Publish(c.sess, c, m, pk.PacketID, quota)
 	if errors.Is(err, session.ErrReceiveMaximumExceeded) {
-		return &protocolError{code: 0x93, msg: "receive maximum exceeded"}
+		return &protocolError{code: reason.ReceiveMaximumExceeded, msg: "receive maximum exceeded"}
 	}
 	return err
+}
+
+// refusePublish answers a PUBLISH that is not routed: a 5.0 client gets PUBACK or PUBREC with code
+// and keeps its id free [MQTT-4.3.3]; a 3.1.1 client, which has no refusal, is disconnected. A
+// QoS 0 PUBLISH is dropped without a word.
+func (c *conn) refusePublish(pk *packets.Packet, code reason.Code) error {
+	c.log().Debug("publish refused", slog.String("topic", pk.TopicName), slog.String("reason", code.String()))
+	if pk.FixedHeader.Qos > 0 {
+		c.srv.broker.Refuse(c.sess, c, pk.FixedHeader.Qos, pk.PacketID, code)
+	}
+	return nil
 }

@@ -7,31 +7,35 @@ import (
 
 	"github.com/mochi-mqtt/server/v2/packets"
 	"github.com/oncemq/oncemq/mqtt/internal/wire"
+	"github.com/oncemq/oncemq/session/reason"
 )
 
 // protocolError is a packet the broker must answer by closing the connection, with a 5.0 reason
 // code (0x81 malformed, 0x82 protocol error, 0x95 too large...).
 type protocolError struct {
-	code byte
+	code reason.Code
 	msg  string
 }
 
 func (e *protocolError) Error() string { return fmt.Sprintf("%s (reason 0x%02X)", e.msg, e.code) }
 
-func malformed(msg string) error         { return &protocolError{code: 0x81, msg: msg} }
-func protocolViolation(msg string) error { return &protocolError{code: 0x82, msg: msg} }
+func malformed(msg string) error { return &protocolError{code: reason.MalformedPacket, msg: msg} }
+func protocolViolation(msg string) error {
+	return &protocolError{code: reason.ProtocolError, msg: msg}
+}
 
-// reasonOf extracts the reason code to close with; 0x81 when err is a decode error without one.
-func reasonOf(err error) byte {
+// reasonOf extracts the reason code to close with: Malformed Packet when err is a decode error
+// without one.
+func reasonOf(err error) reason.Code {
 	var pe *protocolError
 	if errors.As(err, &pe) {
 		return pe.code
 	}
 	var code packets.Code
 	if errors.As(err, &code) && code.Code >= 0x80 {
-		return code.Code
+		return reason.Code(code.Code)
 	}
-	return 0x81
+	return reason.MalformedPacket
 }
 
 // readPacket reads and decodes one packet from r.
@@ -55,7 +59,7 @@ func readPacketAfter(hb byte, r *bufio.Reader, version byte, maxSize int) (packe
 	}
 	pk, body, err := wire.ReadFrame(hb, r, version, maxSize)
 	if errors.Is(err, wire.ErrTooLarge) {
-		return pk, &protocolError{code: 0x95, msg: err.Error()}
+		return pk, &protocolError{code: reason.PacketTooLarge, msg: err.Error()}
 	}
 	if err != nil {
 		return pk, err

@@ -10,14 +10,17 @@ import (
 	"time"
 
 	"github.com/mochi-mqtt/server/v2/packets"
-	"github.com/oncemq/oncemq/session"
+	"github.com/oncemq/oncemq/session/reason"
 )
 
 // connEnd is how a connection ended, decided by the reader and acted on by serve's cleanup.
 type connEnd struct {
-	publishWill bool    // an abnormal end publishes the will [MQTT-3.1.2-8]
-	newExpiry   *uint32 // Session Expiry Interval from the client's DISCONNECT
-	closeReason byte    // DISCONNECT reason for 5.0 when the broker ends the connection
+	publishWill  bool        // an abnormal end publishes the will [MQTT-3.1.2-8]
+	newExpiry    *uint32     // Session Expiry Interval from the client's DISCONNECT
+	closeReason  reason.Code // DISCONNECT reason for 5.0 when the broker ends the connection
+	byClient     bool        // the client sent DISCONNECT
+	clientReason reason.Code // the reason code of the client's DISCONNECT
+	err          error       // what ended it otherwise
 }
 
 // serve runs the connection's reader: CONNECT, then one packet at a time until the connection ends.
@@ -27,7 +30,7 @@ func (c *conn) serve() {
 	defer func() {
 		if r := recover(); r != nil {
 			c.log().Error("panic in connection; closing it", slog.Any("panic", r), slog.String("stack", string(debug.Stack())))
-			end.closeReason = 0x80
+			end.closeReason = reason.UnspecifiedError
 		}
 		// The session learns that the connection ended before the socket is closed: a client that
 		// sees the close and reconnects at once must find the session already offline (or ended,
@@ -38,15 +41,18 @@ func (c *conn) serve() {
 		c.Close(end.closeReason)
 		<-c.writerDone
 		c.releaseReader()
+		if c.sess != nil {
+			c.disconnectEvent(end)
+		}
 	}()
 
 	if err := c.connectOnFreshStack(); err != nil {
 		c.logEnd(err)
-		if c.version == 5 && c.sess == nil && reasonOf(err) >= 0x80 && !errors.Is(err, errConnectRefused) {
+		if c.version == 5 && c.sess == nil && reasonOf(err) >= reason.UnspecifiedError && !errors.Is(err, errConnectRefused) {
 			var pe *protocolError
 			if errors.As(err, &pe) || isCodecError(err) {
 				// A malformed CONNECT from a 5.0 client: CONNACK with the reason [MQTT-3.1.4-1].
-				c.sendConnack(reasonOf(err), false, packets.Properties{})
+				c.refuseConnect(reasonOf(err), err)
 			}
 		}
 		return
@@ -68,10 +74,11 @@ func (c *conn) readLoop(end *connEnd) {
 		}
 		if err != nil {
 			c.logEnd(err)
+			end.err = err
 			var ne net.Error
 			switch {
 			case errors.As(err, &ne) && ne.Timeout():
-				end.closeReason = 0x8D // keep alive timeout [MQTT-3.1.2-22]
+				end.closeReason = reason.KeepAliveTimeout // [MQTT-3.1.2-22]
 			case isNetworkEnd(err):
 			default:
 				end.closeReason = reasonOf(err) // [MQTT-4.13.1-1]
@@ -109,7 +116,8 @@ func (c *conn) nextPacket(end *connEnd) error {
 		err = c.handle(&pk)
 	}
 	if errors.Is(err, errDisconnect) {
-		end.publishWill = pk.ReasonCode == 0x04 // DISCONNECT with Will Message
+		end.byClient, end.clientReason = true, reason.Code(pk.ReasonCode)
+		end.publishWill = end.clientReason == reason.DisconnectWithWill
 		if pk.Properties.SessionExpiryIntervalFlag {
 			v := pk.Properties.SessionExpiryInterval
 			end.newExpiry = &v
@@ -128,10 +136,10 @@ func (c *conn) connectOnFreshStack() error {
 		defer func() {
 			if r := recover(); r != nil {
 				c.log().Error("panic in CONNECT; closing the connection", slog.Any("panic", r), slog.String("stack", string(debug.Stack())))
-				done <- &protocolError{code: 0x80, msg: "internal error"}
+				done <- &protocolError{code: reason.UnspecifiedError, msg: "internal error"}
 			}
 		}()
-		done <- c.connect()
+		done <- c.handleConnect()
 	}()
 	return <-done
 }
@@ -154,73 +162,15 @@ func (c *conn) logEnd(err error) {
 	c.log().Info("closing connection", slog.Any("err", err))
 }
 
-// errDisconnect: the client sent a valid DISCONNECT.
-var errDisconnect = errors.New("client disconnected")
-
-// handle dispatches one packet received after CONNECT.
-func (c *conn) handle(pk *packets.Packet) error {
-	switch pk.FixedHeader.Type {
-	case packets.Publish:
-		return c.handlePublish(pk)
-	case packets.Puback:
-		c.srv.broker.Puback(c.sess, c, pk.PacketID)
-	case packets.Pubrec:
-		if c.version == 5 && !validPubrecReason(pk.ReasonCode) {
-			return protocolViolation("PUBREC with an invalid reason code")
-		}
-		c.srv.broker.Pubrec(c.sess, c, pk.PacketID, pk.ReasonCode)
-	case packets.Pubrel:
-		c.srv.broker.Pubrel(c.sess, c, pk.PacketID)
-	case packets.Pubcomp:
-		c.srv.broker.Pubcomp(c.sess, c, pk.PacketID)
-	case packets.Subscribe:
-		return c.handleSubscribe(pk)
-	case packets.Unsubscribe:
-		if code := pk.UnsubscribeValidate(); code != packets.CodeSuccess {
-			return &protocolError{code: code.Code, msg: "invalid UNSUBSCRIBE: " + code.Reason}
-		}
-		filters := make([]string, len(pk.Filters))
-		for i, f := range pk.Filters {
-			filters[i] = f.Filter
-		}
-		c.srv.broker.Unsubscribe(c.sess, c, pk.PacketID, filters)
-	case packets.Pingreq:
-		c.Send(packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Pingresp}})
-	case packets.Disconnect:
-		if c.version == 5 && pk.Properties.SessionExpiryIntervalFlag && pk.Properties.SessionExpiryInterval > 0 &&
-			c.srv.broker.SessionExpiry(c.sess) == 0 {
-			return protocolViolation("DISCONNECT sets a Session Expiry Interval after CONNECT set 0") // [MQTT-3.14.2-2]
-		}
-		return errDisconnect
-	case packets.Connect:
-		return protocolViolation("second CONNECT") // [MQTT-3.1.0-2]
-	case packets.Auth:
-		return protocolViolation("AUTH without an authentication method")
+// disconnectEvent tells the Disconnect event how an accepted connection ended.
+func (c *conn) disconnectEvent(end connEnd) {
+	ev := c.srv.opts.Events.Disconnect
+	if ev == nil {
+		return
 	}
-	return nil
-}
-
-func validPubrecReason(code byte) bool {
-	switch code {
-	case 0x00, 0x10, 0x80, 0x83, 0x87, 0x90, 0x91, 0x97, 0x99:
-		return true
+	d := Disconnect{ByClient: end.byClient, Reason: end.closeReason, Err: end.err, Duration: time.Since(c.acceptedAt)}
+	if end.byClient {
+		d.Reason = end.clientReason
 	}
-	return false
-}
-
-// handleSubscribe turns a SUBSCRIBE into subscription records for the session layer.
-func (c *conn) handleSubscribe(pk *packets.Packet) error {
-	if code := pk.SubscribeValidate(); code != packets.CodeSuccess {
-		return &protocolError{code: code.Code, msg: "invalid SUBSCRIBE: " + code.Reason}
-	}
-	reqs := make([]session.SubscriptionRequest, len(pk.Filters))
-	for i, f := range pk.Filters {
-		if f.RetainHandling > 2 {
-			return protocolViolation("retain handling 3") // [MQTT-3.8.3-5]
-		}
-		reqs[i] = session.SubscriptionRequest{Filter: f.Filter, QoS: f.Qos, NoLocal: f.NoLocal,
-			RetainAsPublished: f.RetainAsPublished, RetainHandling: f.RetainHandling, Identifier: f.Identifier}
-	}
-	c.srv.broker.Subscribe(c.sess, c, pk.PacketID, reqs)
-	return nil
+	ev(c.client(), d)
 }

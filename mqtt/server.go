@@ -13,108 +13,92 @@ import (
 
 	"github.com/oncemq/oncemq/inflight"
 	"github.com/oncemq/oncemq/session"
+	"github.com/oncemq/oncemq/session/reason"
 )
 
-// Config is what the broker needs to run. The zero value of each field means its default.
-type Config struct {
-	Listen         string        // TCP address; default "127.0.0.1:1883"
-	DataDir        string        // folder of oncemq.db; default "./data"
-	NoSync         bool          // --sync none: do not fsync commits
-	MaxQueued      int           // per-session queue bound (offline or over Receive Maximum); default 10000
-	ReceiveMaximum int           // QoS 1/2 PUBLISHes a client may have unacknowledged; default 1024
-	MaxPacketSize  int           // largest packet accepted, in bytes; default 1 MiB
-	ConnectTimeout time.Duration // time allowed between accept and CONNECT; default 10s
-	Logger         *slog.Logger  // default slog.Default()
-}
+// ErrServerClosed is returned by Serve and ListenAndServe after Shutdown or Close.
+var ErrServerClosed = errors.New("mqtt: server closed")
 
-func (c *Config) setDefaults() {
-	if c.Listen == "" {
-		c.Listen = "127.0.0.1:1883"
-	}
-	if c.DataDir == "" {
-		c.DataDir = "./data"
-	}
-	if c.ReceiveMaximum <= 0 || c.ReceiveMaximum > 65535 {
-		c.ReceiveMaximum = 1024
-	}
-	if c.MaxPacketSize <= 0 {
-		c.MaxPacketSize = 1 << 20
-	}
-	if c.ConnectTimeout <= 0 {
-		c.ConnectTimeout = 10 * time.Second
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-}
-
-// DBFile is the name of the state file inside the data directory.
-const DBFile = "oncemq.db"
-
-// Server is a running broker: a listener, its connections, and the session state.
+// Server is a broker: its durable state, its connections, and the listeners that feed it. Every
+// listener given to Serve serves the same sessions.
 type Server struct {
-	cfg     Config
+	opts    Options
 	log     *slog.Logger
 	journal *inflight.Journal
 	broker  *session.Broker
-	ln      net.Listener
+
+	// ctx ends when the server stops; it bounds what hooks do on a connection's behalf.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	shuttingDown atomic.Bool
-	mu           sync.Mutex // guards conns
+	mu           sync.Mutex // guards listeners and conns
+	listeners    map[net.Listener]struct{}
 	conns        map[*conn]struct{}
-	wg           sync.WaitGroup // one per connection goroutine
-	serveDone    chan struct{}
+	connWG       sync.WaitGroup // one per connection goroutine
+	background   sync.WaitGroup // the drop report
+	stopReport   chan struct{}
+
+	stopOnce sync.Once
+	stopErr  error
 }
 
-// New opens the data directory, recovers the durable state, and binds the listener. It fails with a
-// message naming the file if the store is corrupt or used by another process.
-func New(cfg Config) (*Server, error) {
-	cfg.setDefaults()
-	path := filepath.Join(cfg.DataDir, DBFile)
-	j, rec, err := inflight.Open(path, &inflight.Options{NoSync: cfg.NoSync, Logger: cfg.Logger})
+// New opens the state file in opts.DataDir, creating it if there is none, and rebuilds every
+// session, both packet-identifier tables, the queues and the retained messages from it. It fails
+// with a message naming the file if the file is damaged or used by another process. The Server
+// serves nothing until Serve or ListenAndServe is called.
+func New(opts Options) (*Server, error) {
+	opts.setDefaults()
+	path := filepath.Join(opts.DataDir, DataFile)
+	j, rec, err := inflight.Open(path, &inflight.Options{NoSync: opts.NoSync, Logger: opts.Logger})
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		j.Close()
-		return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
-	}
+	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
-		cfg:       cfg,
-		log:       cfg.Logger,
-		journal:   j,
-		broker:    session.New(j, rec, session.Options{MaxQueued: cfg.MaxQueued, Logger: cfg.Logger}),
-		ln:        ln,
-		conns:     make(map[*conn]struct{}),
-		serveDone: make(chan struct{}),
+		opts:       opts,
+		log:        opts.Logger,
+		journal:    j,
+		ctx:        ctx,
+		cancel:     cancel,
+		listeners:  make(map[net.Listener]struct{}),
+		conns:      make(map[*conn]struct{}),
+		stopReport: make(chan struct{}),
 	}
+	sopts := session.Options{MaxQueued: opts.MaxQueued, Logger: opts.Logger, OnDrop: opts.Events.Drop}
+	if opts.Authorizer != nil {
+		sopts.MayRead = opts.Authorizer.CanRead
+	}
+	s.broker = session.New(j, rec, sopts)
+	s.background.Go(func() { reportLoop(s.log, &s.broker.Metrics, s.stopReport) })
 	return s, nil
 }
 
-// Addr is the address the listener is bound to (useful with port 0).
-func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+// ListenAndServe listens on Options.Addr over TCP and serves it until Shutdown or Close.
+func (s *Server) ListenAndServe() error {
+	ln, err := net.Listen("tcp", s.opts.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", s.opts.Addr, err)
+	}
+	return s.Serve(ln)
+}
 
-// Broker gives access to the session layer, for metrics and tests.
-func (s *Server) Broker() *session.Broker { return s.broker }
-
-// Serve accepts connections until Shutdown; it returns nil after a clean shutdown. Temporary accept
-// errors (out of file descriptors) back off instead of spinning.
-func (s *Server) Serve() error {
-	defer close(s.serveDone)
-	// Background work for as long as the broker serves; Serve waits for it before returning.
-	var background sync.WaitGroup
-	stop := make(chan struct{})
-	defer background.Wait()
-	defer close(stop)
-	background.Go(func() { trimLoop(stop) })
-	background.Go(func() { reportLoop(s.log, &s.broker.Metrics, stop) })
+// Serve accepts MQTT connections on ln until Shutdown or Close, then returns ErrServerClosed. It
+// may be called for several listeners at once (TCP, TLS, WebSocket adapters): they all serve the
+// same sessions. Temporary accept errors, such as running out of file descriptors, back off instead
+// of spinning. A TLS listener (crypto/tls) gives the hooks the client's certificate.
+func (s *Server) Serve(ln net.Listener) error {
+	if !s.track(ln) {
+		ln.Close()
+		return ErrServerClosed
+	}
+	defer s.untrack(ln)
 	var backoff time.Duration
 	for {
-		nc, err := s.ln.Accept()
+		nc, err := ln.Accept()
 		if err != nil {
 			if s.shuttingDown.Load() {
-				return nil
+				return ErrServerClosed
 			}
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, errTooManyFiles) {
@@ -123,54 +107,94 @@ func (s *Server) Serve() error {
 				time.Sleep(backoff)
 				continue
 			}
-			return fmt.Errorf("accept: %w", err)
+			return fmt.Errorf("accept on %s: %w", ln.Addr(), err)
 		}
 		backoff = 0
-		c := newConn(s, nc)
-		s.mu.Lock()
-		if s.shuttingDown.Load() {
-			s.mu.Unlock()
-			nc.Close()
-			continue
-		}
-		s.conns[c] = struct{}{}
-		s.wg.Add(1)
-		s.mu.Unlock()
-		go func() {
-			defer s.wg.Done()
-			defer func() {
-				s.mu.Lock()
-				delete(s.conns, c)
-				s.mu.Unlock()
-			}()
-			c.serve()
-		}()
+		s.start(newConn(s, nc, ln.Addr()))
 	}
 }
 
-// Shutdown stops accepting, tells 5.0 clients DISCONNECT 0x8B, closes every connection, waits for
-// the commits under way and closes the store. Sessions stay as they are: a restart resumes them.
-func (s *Server) Shutdown(ctx context.Context) error {
-	if s.shuttingDown.Swap(true) {
-		return nil
-	}
-	s.ln.Close()
+// start runs c's reader on a goroutine of its own, unless the server is stopping.
+func (s *Server) start(c *conn) {
 	s.mu.Lock()
-	for c := range s.conns {
-		c.Close(0x8B) // server shutting down
+	defer s.mu.Unlock()
+	if s.shuttingDown.Load() {
+		c.nc.Close()
+		return
 	}
-	s.mu.Unlock()
+	s.conns[c] = struct{}{}
+	s.connWG.Go(func() {
+		defer func() {
+			s.mu.Lock()
+			delete(s.conns, c)
+			s.mu.Unlock()
+		}()
+		c.serve()
+	})
+}
+
+func (s *Server) track(ln net.Listener) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shuttingDown.Load() {
+		return false
+	}
+	s.listeners[ln] = struct{}{}
+	return true
+}
+
+func (s *Server) untrack(ln net.Listener) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.listeners, ln)
+}
+
+// Shutdown stops accepting, tells 5.0 clients DISCONNECT 0x8B (Server shutting down), closes
+// every connection, waits for them and for the commits under way (or for ctx), and closes the
+// store. Sessions stay as they are: a new Server on the same DataDir resumes them.
+func (s *Server) Shutdown(ctx context.Context) error {
+	return s.stop(ctx, reason.ServerShuttingDown)
+}
+
+// Close closes every listener and connection at once, without a DISCONNECT, waits for the
+// connections' goroutines and the commits under way, and closes the store. Nothing acknowledged is
+// lost: every acknowledgement was sent after its commit.
+func (s *Server) Close() error {
+	return s.stop(context.Background(), 0)
+}
+
+// stop is Shutdown and Close; only the first call does the work, later ones return its result.
+func (s *Server) stop(ctx context.Context, disconnect ReasonCode) error {
+	s.stopOnce.Do(func() {
+		s.mu.Lock()
+		s.shuttingDown.Store(true)
+		for ln := range s.listeners {
+			ln.Close()
+		}
+		for c := range s.conns {
+			c.Close(disconnect)
+		}
+		s.mu.Unlock()
+		s.cancel()
+		s.stopErr = s.waitConns(ctx)
+		close(s.stopReport)
+		s.background.Wait()
+		s.broker.Close()
+		if err := s.journal.Close(); err != nil && s.stopErr == nil {
+			s.stopErr = fmt.Errorf("close store: %w", err)
+		}
+	})
+	return s.stopErr
+}
+
+// waitConns waits for every connection goroutine to end, or for ctx.
+func (s *Server) waitConns(ctx context.Context) error {
 	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
-	var err error
+	go func() { s.connWG.Wait(); close(done) }()
 	select {
 	case <-done:
+		return nil
 	case <-ctx.Done():
-		err = fmt.Errorf("shutdown: connections still open: %w", ctx.Err())
+		return fmt.Errorf("shutdown: connections still open: %w", ctx.Err())
 	}
-	s.broker.Close()
-	if cerr := s.journal.Close(); cerr != nil && err == nil {
-		err = fmt.Errorf("shutdown: close store: %w", cerr)
-	}
-	return err
 }

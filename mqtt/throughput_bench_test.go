@@ -30,7 +30,7 @@ func BenchmarkQoS2(b *testing.B) {
 }
 
 func benchQoS2(b *testing.B, noSync bool, pubs, window int) {
-	broker := mqtttest.StartBroker(b, mqtttest.WithConfig(func(c *mqtt.Config) { c.NoSync = noSync; c.MaxQueued = 1 << 20 }))
+	broker := mqtttest.StartBroker(b, mqtttest.WithOptions(func(c *mqtt.Options) { c.NoSync = noSync; c.MaxQueued = 1 << 20 }))
 	sub := dialRaw(b, broker.Addr(), mqtttest.ConnectPacket(5, "bench-sub", true, 3600, mqtttest.ReceiveMaximum(1024)))
 	sub.queue(mqtttest.SubscribePacket(1, "bench/#", 2))
 	if err := sub.flush(); err != nil {

@@ -11,7 +11,9 @@ package mqtttest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -20,27 +22,27 @@ import (
 )
 
 // Option changes the configuration of a broker started by StartBroker.
-type Option func(*mqtt.Config)
+type Option func(*mqtt.Options)
 
-// WithConfig lets f change any field of the configuration. Listen and DataDir are set before f
-// runs; changing Listen is allowed, changing it to a fixed port makes Restart slower to rebind.
-func WithConfig(f func(*mqtt.Config)) Option { return Option(f) }
+// WithOptions lets f change any field of the broker's options, hooks included. DataDir is set
+// before f runs. The broker always listens on 127.0.0.1 port 0.
+func WithOptions(f func(*mqtt.Options)) Option { return Option(f) }
 
 // WithDataDir uses dir instead of a fresh t.TempDir(), to start on state left by another broker.
-func WithDataDir(dir string) Option { return func(c *mqtt.Config) { c.DataDir = dir } }
+func WithDataDir(dir string) Option { return func(c *mqtt.Options) { c.DataDir = dir } }
 
 // WithReceiveMaximum sets how many QoS 1/2 PUBLISHes a client may have unacknowledged.
-func WithReceiveMaximum(n int) Option { return func(c *mqtt.Config) { c.ReceiveMaximum = n } }
+func WithReceiveMaximum(n int) Option { return func(c *mqtt.Options) { c.ReceiveMaximum = n } }
 
 // WithMaxPacketSize sets the largest packet the broker accepts.
-func WithMaxPacketSize(n int) Option { return func(c *mqtt.Config) { c.MaxPacketSize = n } }
+func WithMaxPacketSize(n int) Option { return func(c *mqtt.Options) { c.MaxPacketSize = n } }
 
 // WithMaxQueued sets the per-session queue bound.
-func WithMaxQueued(n int) Option { return func(c *mqtt.Config) { c.MaxQueued = n } }
+func WithMaxQueued(n int) Option { return func(c *mqtt.Options) { c.MaxQueued = n } }
 
 // WithConnectTimeout sets the time allowed between accept and CONNECT.
 func WithConnectTimeout(d time.Duration) Option {
-	return func(c *mqtt.Config) { c.ConnectTimeout = d }
+	return func(c *mqtt.Options) { c.ConnectTimeout = d }
 }
 
 // shutdownTimeout bounds Shutdown in Stop and Restart.
@@ -50,11 +52,8 @@ const shutdownTimeout = 10 * time.Second
 type Broker struct {
 	// Dir is the data directory; it stays the same across restarts.
 	Dir string
-	// ShutdownErrorExpected, if set, says which Shutdown errors a test provoked on purpose (a
-	// failed store); any other fails the test.
-	ShutdownErrorExpected func(error) bool
 
-	cfg  mqtt.Config
+	cfg  mqtt.Options
 	logs *logBuffer
 
 	mu       sync.Mutex // guards the following
@@ -69,7 +68,7 @@ type Broker struct {
 func StartBroker(t testing.TB, opts ...Option) *Broker {
 	t.Helper()
 	b := &Broker{logs: &logBuffer{}}
-	b.cfg = mqtt.Config{Listen: "127.0.0.1:0", DataDir: t.TempDir()}
+	b.cfg = mqtt.Options{DataDir: t.TempDir()}
 	for _, o := range opts {
 		o(&b.cfg)
 	}
@@ -105,10 +104,15 @@ func (b *Broker) Start(t testing.TB) {
 	if err != nil {
 		t.Fatalf("mqtttest: start broker on %s: %v", b.cfg.DataDir, err)
 	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		srv.Close()
+		t.Fatalf("mqtttest: listen: %v", err)
+	}
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve() }()
+	go func() { done <- srv.Serve(ln) }()
 	b.mu.Lock()
-	b.srv, b.addr, b.serveErr = srv, srv.Addr().String(), done
+	b.srv, b.addr, b.serveErr = srv, ln.Addr().String(), done
 	b.mu.Unlock()
 	b.logs.mark("---- broker started on " + b.addr + " ----")
 }
@@ -143,13 +147,13 @@ func (b *Broker) Stop(t testing.TB) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
-	if err := srv.Shutdown(ctx); err != nil && (b.ShutdownErrorExpected == nil || !b.ShutdownErrorExpected(err)) {
+	if err := srv.Shutdown(ctx); err != nil {
 		t.Errorf("mqtttest: shutdown: %v", err)
 	}
 	select {
 	case err := <-done:
-		if err != nil {
-			t.Errorf("mqtttest: Serve returned %v", err)
+		if !errors.Is(err, mqtt.ErrServerClosed) {
+			t.Errorf("mqtttest: Serve returned %v, want ErrServerClosed", err)
 		}
 	case <-time.After(shutdownTimeout):
 		t.Errorf("mqtttest: Serve did not return after Shutdown")

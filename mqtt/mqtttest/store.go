@@ -24,7 +24,7 @@ import (
 // warnings and those counts are violations too.
 func checkStore(t testing.TB, dir string) {
 	t.Helper()
-	path := filepath.Join(dir, mqtt.DBFile)
+	path := filepath.Join(dir, mqtt.DataFile)
 	if _, err := os.Stat(path); err != nil {
 		t.Errorf("mqtttest: store check after the test: %v", err)
 		return

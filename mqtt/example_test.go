@@ -1,0 +1,76 @@
+package mqtt_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/eclipse/paho.golang/autopaho"
+	"github.com/eclipse/paho.golang/paho"
+	"github.com/oncemq/oncemq/mqtt"
+)
+
+// Embed a broker, subscribe with paho.golang, and publish at QoS 2 from the program itself.
+func Example() {
+	dir, err := os.MkdirTemp("", "oncemq-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	srv, err := mqtt.New(mqtt.Options{
+		DataDir: dir,
+		Logger:  slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	go srv.Serve(ln)
+	defer srv.Shutdown(context.Background())
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	subscribed, received := make(chan struct{}), make(chan string, 1)
+	brokerURL, _ := url.Parse("mqtt://" + ln.Addr().String())
+	client, err := autopaho.NewConnection(ctx, autopaho.ClientConfig{
+		ServerUrls:        []*url.URL{brokerURL},
+		KeepAlive:         30,
+		ConnectRetryDelay: time.Second,
+		OnConnectionUp: func(cm *autopaho.ConnectionManager, _ *paho.Connack) {
+			if _, err := cm.Subscribe(ctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{{Topic: "sensors/#", QoS: 2}}}); err == nil {
+				close(subscribed) // SUBACK received: the subscription exists
+			}
+		},
+		ClientConfig: paho.ClientConfig{
+			ClientID: "example-subscriber",
+			OnPublishReceived: []func(paho.PublishReceived) (bool, error){
+				func(pr paho.PublishReceived) (bool, error) {
+					received <- fmt.Sprintf("%s %s (QoS %d)", pr.Packet.Topic, pr.Packet.Payload, pr.Packet.QoS)
+					return true, nil
+				},
+			},
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Disconnect(context.Background())
+	<-subscribed
+
+	// Publish returns once the message and its delivery to the subscriber's session are committed:
+	// from here on it survives a crash of the broker.
+	if err := srv.Publish(ctx, mqtt.Message{Topic: "sensors/kitchen", Payload: []byte("21.5"), QoS: 2}); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(<-received)
+	// Output: sensors/kitchen 21.5 (QoS 2)
+}

@@ -1,0 +1,51 @@
+package mqtt
+
+// Stats is a snapshot of what the broker holds and has done since it started.
+type Stats struct {
+	Connections      int // open network connections, CONNECT not yet done included
+	Sessions         int // sessions held, online or not
+	SessionsOnline   int // sessions with a connection
+	InboundInFlight  int // QoS 2 packet ids from clients awaiting PUBREL
+	OutboundInFlight int // QoS 1 and 2 packet ids to clients awaiting PUBACK, PUBREC or PUBCOMP
+	Queued           int // messages waiting in session queues
+	Retained         int // retained messages
+
+	// Messages dropped on purpose since start, by reason, and what was withheld from a reader.
+	DroppedQueueFull uint64
+	DroppedExpired   uint64
+	DroppedTooLarge  uint64
+	NotAuthorized    uint64 // deliveries the Authorizer's CanRead refused
+	SessionsExpired  uint64
+
+	Commits        uint64 // store transactions committed, each one sync with NoSync unset
+	Batches        uint64 // batches of changes submitted (each one a PUBLISH, an ack, a CONNECT...)
+	Records        uint64 // records written
+	CommitFailures uint64 // batches whose commit failed
+}
+
+// Stats reports what the broker holds and has done. It takes the broker's lock briefly.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	conns := len(s.conns)
+	s.mu.Unlock()
+	bs := s.broker.Stats()
+	js := s.journal.Stats()
+	return Stats{
+		Connections:      conns,
+		Sessions:         bs.Sessions,
+		SessionsOnline:   bs.SessionsOnline,
+		InboundInFlight:  bs.InboundInFlight,
+		OutboundInFlight: bs.OutboundInFlight,
+		Queued:           bs.Queued,
+		Retained:         bs.Retained,
+		DroppedQueueFull: bs.QueueOverflow,
+		DroppedExpired:   bs.Expired,
+		DroppedTooLarge:  bs.TooLarge,
+		NotAuthorized:    bs.NotAuthorized,
+		SessionsExpired:  bs.SessionsExpired,
+		Commits:          js.Commits,
+		Batches:          js.Batches,
+		Records:          js.Ops,
+		CommitFailures:   bs.CommitFailures,
+	}
+}

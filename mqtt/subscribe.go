@@ -1,0 +1,46 @@
+package mqtt
+
+import (
+	"github.com/mochi-mqtt/server/v2/packets"
+	"github.com/oncemq/oncemq/session"
+	"github.com/oncemq/oncemq/session/reason"
+)
+
+// handleSubscribe turns a SUBSCRIBE into subscription requests for the session layer. A filter the
+// Authorizer refuses is answered 0x87 (3.1.1: 0x80) and not subscribed.
+func (c *conn) handleSubscribe(pk *packets.Packet) error {
+	if code := pk.SubscribeValidate(); code != packets.CodeSuccess {
+		return &protocolError{code: reason.Code(code.Code), msg: "invalid SUBSCRIBE: " + code.Reason}
+	}
+	reqs := make([]session.SubscriptionRequest, len(pk.Filters))
+	filters := make([]string, len(pk.Filters))
+	for i, f := range pk.Filters {
+		if f.RetainHandling > 2 {
+			return protocolViolation("retain handling 3") // [MQTT-3.8.3-5]
+		}
+		reqs[i] = session.SubscriptionRequest{Filter: f.Filter, QoS: f.Qos, NoLocal: f.NoLocal,
+			RetainAsPublished: f.RetainAsPublished, RetainHandling: f.RetainHandling, Identifier: f.Identifier}
+		if az := c.srv.opts.Authorizer; az != nil && !az.CanSubscribe(c.client(), f.Filter) {
+			reqs[i].Refused = reason.NotAuthorized
+		}
+		filters[i] = f.Filter
+	}
+	codes := c.srv.broker.Subscribe(c.sess, c, pk.PacketID, reqs)
+	if ev := c.srv.opts.Events.Subscribe; ev != nil {
+		ev(c.client(), filters, codes)
+	}
+	return nil
+}
+
+// handleUnsubscribe removes the session's subscriptions to the filters; UNSUBACK follows the commit.
+func (c *conn) handleUnsubscribe(pk *packets.Packet) error {
+	if code := pk.UnsubscribeValidate(); code != packets.CodeSuccess {
+		return &protocolError{code: reason.Code(code.Code), msg: "invalid UNSUBSCRIBE: " + code.Reason}
+	}
+	filters := make([]string, len(pk.Filters))
+	for i, f := range pk.Filters {
+		filters[i] = f.Filter
+	}
+	c.srv.broker.Unsubscribe(c.sess, c, pk.PacketID, filters)
+	return nil
+}
