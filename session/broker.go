@@ -95,16 +95,3 @@ func stopTimer(t **time.Timer) {
 		*t = nil
 	}
 }
-
-// submit hands a batch to the journal; done runs after it is committed. Caller holds b.mu, which
-// keeps the journal order equal to the in-memory order.
-func (b *Broker) submit(batch *inflight.Batch, done func(err error)) {
-	b.journal.Submit(batch, func(err error) {
-		if err != nil {
-			b.Metrics.CommitFailures.Add(1)
-		}
-		if done != nil {
-			done(err)
-		}
-	})
-}

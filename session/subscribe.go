@@ -70,42 +70,5 @@ func (b *Broker) failCode(s *Session, code byte) byte {
 	return codeFailure311
 }
 
-// Unsubscribe handles UNSUBSCRIBE. Deliveries already in flight are completed [MQTT-3.10.4-3].
-func (b *Broker) Unsubscribe(s *Session, c Conn, id uint16, filters []string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if s.conn != c {
-		return
-	}
-	batch := &inflight.Batch{}
-	codes := make([]byte, len(filters))
-	for i, f := range filters {
-		if _, ok := s.subs[f]; !ok {
-			codes[i] = codeNoSubscriptionExist
-			continue
-		}
-		delete(s.subs, f)
-		b.subs.Remove(f, s.ClientID)
-		if s.durable() {
-			batch.DeleteSubscription(s.ClientID, f)
-		}
-	}
-	unsuback := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Unsuback}, PacketID: id, ReasonCodes: codes}
-	b.submit(batch, func(err error) {
-		if err != nil {
-			c.Close(codeUnspecified)
-			return
-		}
-		c.Send(unsuback) // [MQTT-3.10.4-4]
-	})
-}
-
 // SubscriptionRequest is one filter of a SUBSCRIBE with its options.
 type SubscriptionRequest = inflight.SubscriptionRecord
-
-// SessionExpiry is the session's current Session Expiry Interval.
-func (b *Broker) SessionExpiry(s *Session) uint32 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return s.ExpiryInterval
-}
