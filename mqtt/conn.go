@@ -12,6 +12,7 @@ import (
 	"github.com/mochi-mqtt/server/v2/packets"
 	"github.com/oncemq/oncemq/mqtt/wire"
 	"github.com/oncemq/oncemq/session"
+	"github.com/oncemq/oncemq/session/reason"
 )
 
 // maxQueuedPackets bounds a connection's outgoing queue. QoS 1/2 deliveries are bounded by the
@@ -128,14 +129,14 @@ func (c *conn) Send(pk packets.Packet) {
 
 // Close makes the writer flush what is queued, send DISCONNECT with reason if the client speaks
 // 5.0 and reason is an error code, and close the socket. It never blocks.
-func (c *conn) Close(reason byte) {
+func (c *conn) Close(code reason.Code) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closing {
 		return
 	}
 	c.closing = true
-	c.closeReason = reason
+	c.closeReason = byte(code)
 	c.startWriter()
 }
 

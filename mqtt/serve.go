@@ -11,6 +11,7 @@ import (
 
 	"github.com/mochi-mqtt/server/v2/packets"
 	"github.com/oncemq/oncemq/session"
+	"github.com/oncemq/oncemq/session/reason"
 )
 
 // connEnd is how a connection ended, decided by the reader and acted on by serve's cleanup.
@@ -35,7 +36,7 @@ func (c *conn) serve() {
 		if c.sess != nil && !c.srv.shuttingDown.Load() {
 			c.srv.broker.Disconnected(c.sess, c, end.publishWill, end.newExpiry)
 		}
-		c.Close(end.closeReason)
+		c.Close(reason.Code(end.closeReason))
 		<-c.writerDone
 		c.releaseReader()
 	}()
@@ -168,7 +169,7 @@ func (c *conn) handle(pk *packets.Packet) error {
 		if c.version == 5 && !validPubrecReason(pk.ReasonCode) {
 			return protocolViolation("PUBREC with an invalid reason code")
 		}
-		c.srv.broker.Pubrec(c.sess, c, pk.PacketID, pk.ReasonCode)
+		c.srv.broker.Pubrec(c.sess, c, pk.PacketID, reason.Code(pk.ReasonCode))
 	case packets.Pubrel:
 		c.srv.broker.Pubrel(c.sess, c, pk.PacketID)
 	case packets.Pubcomp:

@@ -2,6 +2,7 @@ package session
 
 import (
 	"github.com/oncemq/oncemq/inflight"
+	"github.com/oncemq/oncemq/session/reason"
 )
 
 // submit hands a batch to the journal; done runs after it is committed. Caller holds b.mu, which
@@ -24,7 +25,7 @@ func (b *Broker) submitSends(batch *inflight.Batch, s *Session, c Conn, out outb
 	}
 	b.submit(batch, func(err error) {
 		if err != nil {
-			c.Close(codeUnspecified)
+			c.Close(reason.UnspecifiedError)
 			return
 		}
 		out.flush()

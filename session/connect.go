@@ -3,9 +3,8 @@ package session
 import (
 	"github.com/mochi-mqtt/server/v2/packets"
 	"github.com/oncemq/oncemq/inflight"
+	"github.com/oncemq/oncemq/session/reason"
 )
-
-const codeSessionTakenOver = 0x8E
 
 // ConnectRequest is what a CONNECT asks of the session layer.
 type ConnectRequest struct {
@@ -36,7 +35,7 @@ func (b *Broker) Connect(req ConnectRequest, c Conn, done func(present bool, err
 		if old.conn != nil {
 			oldConn := old.conn
 			old.conn = nil
-			oldConn.Close(codeSessionTakenOver)
+			oldConn.Close(reason.SessionTakenOver)
 			// The old connection's will: sent now if it has no delay or the session ends here.
 			if old.will != nil && (old.will.Delay == 0 || req.CleanStart) {
 				b.publishWill(batch, old, &out)
@@ -83,7 +82,7 @@ func (b *Broker) Connect(req ConnectRequest, c Conn, done func(present bool, err
 		switch {
 		case e.State == inflight.PubrelSent: // PUBREL is never held back by the quota [MQTT-4.9.0-3]
 			s.sent++
-			out.add(c, ack(packets.Pubrel, e.PacketID, codeSuccess))
+			out.add(c, ack(packets.Pubrel, e.PacketID, reason.Success))
 		case s.sent < s.receiveMax: // [MQTT-3.3.1-1] DUP=1, same id
 			s.sent++
 			out.add(c, publishPacket(e.Msg, e.PacketID, e.QoS, true, e.Retain, e.SubIDs, now))

@@ -5,11 +5,12 @@ import (
 
 	"github.com/mochi-mqtt/server/v2/packets"
 	"github.com/oncemq/oncemq/inflight"
+	"github.com/oncemq/oncemq/session/reason"
 )
 
 // ack builds a PUBACK, PUBREC, PUBREL or PUBCOMP.
-func ack(typ byte, id uint16, reason byte) packets.Packet {
-	pk := packets.Packet{FixedHeader: packets.FixedHeader{Type: typ}, PacketID: id, ReasonCode: reason}
+func ack(typ byte, id uint16, code reason.Code) packets.Packet {
+	pk := packets.Packet{FixedHeader: packets.FixedHeader{Type: typ}, PacketID: id, ReasonCode: byte(code)}
 	if typ == packets.Pubrel {
 		pk.FixedHeader.Qos = 1 // fixed header 0x62 [MQTT-3.6.1-1]
 	}

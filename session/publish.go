@@ -7,19 +7,12 @@ import (
 	"github.com/mochi-mqtt/server/v2/packets"
 	"github.com/oncemq/oncemq/inflight"
 	"github.com/oncemq/oncemq/session/internal/failpoint"
+	"github.com/oncemq/oncemq/session/reason"
 )
 
 // ErrReceiveMaximumExceeded: the client has more QoS 1 and 2 PUBLISHes unacknowledged than the broker's
 // Receive Maximum; the connection must be closed with DISCONNECT 0x93.
 var ErrReceiveMaximumExceeded = errors.New("receive maximum exceeded")
-
-// Reason codes used here (MQTT 5.0 tables 3-4 to 3-7).
-const (
-	codeSuccess             = 0x00
-	codeNoMatchingSubscribe = 0x10
-	codeUnspecified         = 0x80
-	codePacketIDNotFound    = 0x92
-)
 
 // Publish handles a PUBLISH from the client of s on conn c. m is the message (owned by the
 // broker from now on; Seq is assigned here); id is its packet identifier (0 for QoS 0).
@@ -39,14 +32,14 @@ func (b *Broker) Publish(s *Session, c Conn, m *inflight.Message, id uint16, inb
 		return nil // taken over: this connection no longer owns the session
 	}
 	if m.QoS == 2 {
-		if reason, ok := s.inbound.Lookup(id); ok {
+		if code, ok := s.inbound.Lookup(id); ok {
 			b.submit(nil, func(err error) {
 				if err != nil {
 					// The first PUBREC's state may never have reached the disk: promise nothing.
-					c.Close(codeUnspecified)
+					c.Close(reason.UnspecifiedError)
 					return
 				}
-				c.Send(ack(packets.Pubrec, id, reason))
+				c.Send(ack(packets.Pubrec, id, reason.Code(code)))
 			})
 			return nil
 		}
@@ -64,20 +57,20 @@ func (b *Broker) Publish(s *Session, c Conn, m *inflight.Message, id uint16, inb
 	var out outbox
 	matched := b.route(batch, m, s.ClientID, &out)
 	b.retain(batch, m)
-	reason := byte(codeSuccess)
+	code := reason.Success
 	if matched == 0 && s.ProtocolVersion == 5 {
-		reason = codeNoMatchingSubscribe
+		code = reason.NoMatchingSubscribers
 	}
 	var reply packets.Packet
 	switch m.QoS {
 	case 1:
-		reply = ack(packets.Puback, id, reason)
+		reply = ack(packets.Puback, id, code)
 	case 2:
-		s.inbound.Add(id, reason)
+		s.inbound.Add(id, byte(code))
 		if s.durable() {
-			batch.PutInbound(s.ClientID, id, reason)
+			batch.PutInbound(s.ClientID, id, byte(code))
 		}
-		reply = ack(packets.Pubrec, id, reason)
+		reply = ack(packets.Pubrec, id, code)
 	}
 	if m.QoS == 0 && batch.Len() == 0 {
 		// Nothing to commit (no retained change): a QoS 0 message promises nothing, so it goes
@@ -89,7 +82,7 @@ func (b *Broker) Publish(s *Session, c Conn, m *inflight.Message, id uint16, inb
 	b.submit(batch, func(err error) {
 		if err != nil {
 			b.log.Error("commit failed: publish not acknowledged", slog.String("client", s.ClientID), slog.Any("err", err))
-			c.Close(codeUnspecified)
+			c.Close(reason.UnspecifiedError)
 			return
 		}
 		if m.QoS > 0 {

@@ -3,13 +3,14 @@ package session
 import (
 	"github.com/mochi-mqtt/server/v2/packets"
 	"github.com/oncemq/oncemq/inflight"
+	"github.com/oncemq/oncemq/session/reason"
 )
 
 // Pubrec handles a PUBREC from the client. Below 0x80: the entry moves to "PUBREL sent", which is
 // committed before PUBREL goes out [MQTT-4.3.3-4]; the message itself is released
 // [MQTT-4.3.3-5]. From 0x80: the delivery is over and the id freed [MQTT-4.3.3-9]. A PUBREC for an
 // id already in "PUBREL sent" gets PUBREL again; for an unknown id, PUBREL 0x92 in 5.0.
-func (b *Broker) Pubrec(s *Session, c Conn, id uint16, reason byte) {
+func (b *Broker) Pubrec(s *Session, c Conn, id uint16, code reason.Code) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if s.conn != c {
@@ -21,15 +22,15 @@ func (b *Broker) Pubrec(s *Session, c Conn, id uint16, reason byte) {
 	switch {
 	case !ok || e.QoS != 2:
 		if s.ProtocolVersion == 5 {
-			out.add(c, ack(packets.Pubrel, id, codePacketIDNotFound))
+			out.add(c, ack(packets.Pubrel, id, reason.PacketIdentifierNotFound))
 		} else {
-			out.add(c, ack(packets.Pubrel, id, codeSuccess))
+			out.add(c, ack(packets.Pubrel, id, reason.Success))
 		}
-	case reason >= 0x80:
+	case code.IsFailure():
 		b.free(batch, s, id)
 		b.fill(batch, s, &out)
 	case e.State == inflight.PubrelSent:
-		out.add(c, ack(packets.Pubrel, id, codeSuccess))
+		out.add(c, ack(packets.Pubrel, id, reason.Success))
 	default:
 		if s.unsent[id] { // PUBREC for a PUBLISH the previous connection sent
 			delete(s.unsent, id)
@@ -42,7 +43,7 @@ func (b *Broker) Pubrec(s *Session, c Conn, id uint16, reason byte) {
 			batch.PutOutbound(s.ClientID, e.OutboundRecord)
 		}
 		s.release(batch, m)
-		out.add(c, ack(packets.Pubrel, id, codeSuccess))
+		out.add(c, ack(packets.Pubrel, id, reason.Success))
 	}
 	b.submitSends(batch, s, c, out)
 }

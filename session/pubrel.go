@@ -4,6 +4,7 @@ import (
 	"github.com/mochi-mqtt/server/v2/packets"
 	"github.com/oncemq/oncemq/inflight"
 	"github.com/oncemq/oncemq/session/internal/failpoint"
+	"github.com/oncemq/oncemq/session/reason"
 )
 
 // Pubrel handles a PUBREL from the client: the inbound id is freed and committed, then PUBCOMP is
@@ -15,21 +16,21 @@ func (b *Broker) Pubrel(s *Session, c Conn, id uint16) {
 	if s.conn != c {
 		return
 	}
-	reason := byte(codeSuccess)
+	code := reason.Success
 	batch := &inflight.Batch{}
 	if s.inbound.Remove(id) {
 		if s.durable() {
 			batch.DeleteInbound(s.ClientID, id)
 		}
 	} else if s.ProtocolVersion == 5 {
-		reason = codePacketIDNotFound
+		code = reason.PacketIdentifierNotFound
 	}
 	b.submit(batch, func(err error) {
 		if err != nil {
-			c.Close(codeUnspecified)
+			c.Close(reason.UnspecifiedError)
 			return
 		}
-		pubcomp := ack(packets.Pubcomp, id, reason)
+		pubcomp := ack(packets.Pubcomp, id, code)
 		failpoint.BeforeSend(&pubcomp)
 		c.Send(pubcomp)
 	})

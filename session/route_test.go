@@ -11,6 +11,7 @@ import (
 
 	"github.com/mochi-mqtt/server/v2/packets"
 	"github.com/oncemq/oncemq/inflight"
+	"github.com/oncemq/oncemq/session/reason"
 )
 
 // fakeConn records what the broker sends it.
@@ -30,7 +31,7 @@ func (c *fakeConn) Send(pk packets.Packet) {
 	c.got <- struct{}{}
 }
 
-func (c *fakeConn) Close(byte) {
+func (c *fakeConn) Close(reason.Code) {
 	c.mu.Lock()
 	c.closed = true
 	c.mu.Unlock()
@@ -126,7 +127,7 @@ func TestNoLocal_MQTT_3_8_3_3(t *testing.T) {
 	if err := b.Publish(s, c, &inflight.Message{Topic: "t", Payload: []byte("x"), QoS: 1}, 1, 100); err != nil {
 		t.Fatal(err)
 	}
-	if ack := c.next(t, packets.Puback); ack.ReasonCode != codeNoMatchingSubscribe {
+	if ack := c.next(t, packets.Puback); reason.Code(ack.ReasonCode) != reason.NoMatchingSubscribers {
 		t.Fatalf("PUBACK 0x%02X, want 0x10 (no matching subscribers)", ack.ReasonCode)
 	}
 	c.nothing(t)

@@ -5,14 +5,8 @@ import (
 
 	"github.com/mochi-mqtt/server/v2/packets"
 	"github.com/oncemq/oncemq/inflight"
+	"github.com/oncemq/oncemq/session/reason"
 	"github.com/oncemq/oncemq/session/topic"
-)
-
-const (
-	codeTopicFilterInvalid  = 0x8F
-	codeSharedNotSupported  = 0x9E
-	codeNoSubscriptionExist = 0x11
-	codeFailure311          = 0x80 // 3.1.1 SUBACK failure
 )
 
 // Subscribe handles SUBSCRIBE: each filter is granted min(requested QoS, 2) and stored, SUBACK is
@@ -30,10 +24,10 @@ func (b *Broker) Subscribe(s *Session, c Conn, id uint16, reqs []inflight.Subscr
 	for i, sub := range reqs {
 		switch {
 		case !topic.ValidFilter(sub.Filter):
-			codes[i] = b.failCode(s, codeTopicFilterInvalid)
+			codes[i] = byte(b.failCode(s, reason.TopicFilterInvalid))
 			continue
 		case topic.IsShared(sub.Filter):
-			codes[i] = b.failCode(s, codeSharedNotSupported)
+			codes[i] = byte(b.failCode(s, reason.SharedSubscriptionsNotSupported))
 			continue
 		}
 		sub.QoS = min(sub.QoS, 2)
@@ -55,7 +49,7 @@ func (b *Broker) Subscribe(s *Session, c Conn, id uint16, reqs []inflight.Subscr
 	b.submit(batch, func(err error) {
 		if err != nil {
 			b.log.Error("commit failed: subscribe not acknowledged", slog.String("client", s.ClientID), slog.Any("err", err))
-			c.Close(codeUnspecified)
+			c.Close(reason.UnspecifiedError)
 			return
 		}
 		c.Send(suback) // [MQTT-3.8.4-1]
@@ -63,11 +57,12 @@ func (b *Broker) Subscribe(s *Session, c Conn, id uint16, reqs []inflight.Subscr
 	})
 }
 
-func (b *Broker) failCode(s *Session, code byte) byte {
+// failCode is code for a 5.0 client and the one 3.1.1 refusal, Failure, for a 3.1.1 client.
+func (b *Broker) failCode(s *Session, code reason.Code) reason.Code {
 	if s.ProtocolVersion == 5 {
 		return code
 	}
-	return codeFailure311
+	return reason.SubackFailure
 }
 
 // SubscriptionRequest is one filter of a SUBSCRIBE with its options.

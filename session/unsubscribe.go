@@ -3,6 +3,7 @@ package session
 import (
 	"github.com/mochi-mqtt/server/v2/packets"
 	"github.com/oncemq/oncemq/inflight"
+	"github.com/oncemq/oncemq/session/reason"
 )
 
 // Unsubscribe handles UNSUBSCRIBE. Deliveries already in flight are completed [MQTT-3.10.4-3].
@@ -16,7 +17,7 @@ func (b *Broker) Unsubscribe(s *Session, c Conn, id uint16, filters []string) {
 	codes := make([]byte, len(filters))
 	for i, f := range filters {
 		if _, ok := s.subs[f]; !ok {
-			codes[i] = codeNoSubscriptionExist
+			codes[i] = byte(reason.NoSubscriptionExisted)
 			continue
 		}
 		delete(s.subs, f)
@@ -28,7 +29,7 @@ func (b *Broker) Unsubscribe(s *Session, c Conn, id uint16, filters []string) {
 	unsuback := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Unsuback}, PacketID: id, ReasonCodes: codes}
 	b.submit(batch, func(err error) {
 		if err != nil {
-			c.Close(codeUnspecified)
+			c.Close(reason.UnspecifiedError)
 			return
 		}
 		c.Send(unsuback) // [MQTT-3.10.4-4]
