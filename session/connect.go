@@ -1,7 +1,6 @@
 package session
 
 import (
-	"github.com/mochi-mqtt/server/v2/packets"
 	"github.com/oncemq/oncemq/inflight"
 	"github.com/oncemq/oncemq/session/reason"
 )
@@ -9,6 +8,7 @@ import (
 // ConnectRequest is what a CONNECT asks of the session layer.
 type ConnectRequest struct {
 	ClientID        string
+	Username        string // the identity the client authenticated as; "" when none
 	ProtocolVersion byte   // 4 or 5
 	CleanStart      bool   // 3.1.1 CleanSession
 	ExpiryInterval  uint32 // 3.1.1: 0 with CleanSession=1, NeverExpire with CleanSession=0
@@ -32,21 +32,8 @@ func (b *Broker) Connect(req ConnectRequest, c Conn, done func(present bool, err
 	var out outbox
 	old := b.sessions[req.ClientID]
 	if old != nil {
-		if old.conn != nil {
-			oldConn := old.conn
-			old.conn = nil
-			oldConn.Close(reason.SessionTakenOver)
-			// The old connection's will: sent now if it has no delay or the session ends here.
-			if old.will != nil && (old.will.Delay == 0 || req.CleanStart) {
-				b.publishWill(batch, old, &out)
-			}
-		} else if old.willTimer != nil && req.CleanStart {
-			b.publishWill(batch, old, &out) // the session ends before the will delay [MQTT-3.1.3-9]
-		}
-		stopTimer(&old.expiry)
-		stopTimer(&old.willTimer)
+		b.takeOver(batch, old, req.CleanStart, &out)
 	}
-
 	s, present := old, old != nil && !req.CleanStart
 	if !present {
 		if old != nil {
@@ -56,8 +43,9 @@ func (b *Broker) Connect(req ConnectRequest, c Conn, done func(present bool, err
 		b.sessions[req.ClientID] = s
 	}
 	wasDurable := present && s.durable()
-	s.ProtocolVersion = req.ProtocolVersion
-	s.ExpiryInterval = req.ExpiryInterval
+	s.Username = req.Username
+	s.protocolVersion = req.ProtocolVersion
+	s.expiryInterval = req.ExpiryInterval
 	s.will = req.Will
 	s.conn = c
 	s.disconnectedAt = 0
@@ -69,28 +57,7 @@ func (b *Broker) Connect(req ConnectRequest, c Conn, done func(present bool, err
 	case s.durable():
 		batch.PutSession(s.record())
 	}
-
-	s.receiveMax = int(req.ReceiveMax)
-	if s.receiveMax == 0 {
-		s.receiveMax = 65535
-	}
-	s.maxPacketSize = req.MaxPacketSize
-	s.sent = 0
-	s.unsent = make(map[uint16]bool)
-	now := b.now().UnixNano()
-	for _, e := range s.outbound.InOrder() {
-		switch {
-		case e.State == inflight.PubrelSent: // PUBREL is never held back by the quota [MQTT-4.9.0-3]
-			s.sent++
-			out.add(c, ack(packets.Pubrel, e.PacketID, reason.Success))
-		case s.sent < s.receiveMax: // [MQTT-3.3.1-1] DUP=1, same id
-			s.sent++
-			out.add(c, publishPacket(e.Msg, e.PacketID, e.QoS, true, e.Retain, e.SubIDs, now))
-		default:
-			s.unsent[e.PacketID] = true
-		}
-	}
-	b.fill(batch, s, &out)
+	b.resume(batch, s, req, &out)
 
 	b.submit(batch, func(err error) {
 		done(present, err)
@@ -99,4 +66,22 @@ func (b *Broker) Connect(req ConnectRequest, c Conn, done func(present bool, err
 		}
 	})
 	return s
+}
+
+// takeOver takes old from its connection, if it has one, before a new connection gets its client
+// id: the old connection is closed (5.0: DISCONNECT 0x8E) and its will decided. Caller holds b.mu.
+func (b *Broker) takeOver(batch *inflight.Batch, old *Session, cleanStart bool, out *outbox) {
+	if old.conn != nil {
+		oldConn := old.conn
+		old.conn = nil
+		oldConn.Close(reason.SessionTakenOver)
+		// The old connection's will: sent now if it has no delay or the session ends here.
+		if old.will != nil && (old.will.Delay == 0 || cleanStart) {
+			b.publishWill(batch, old, out)
+		}
+	} else if old.willTimer != nil && cleanStart {
+		b.publishWill(batch, old, out) // the session ends before the will delay [MQTT-3.1.3-9]
+	}
+	stopTimer(&old.expiry)
+	stopTimer(&old.willTimer)
 }

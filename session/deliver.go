@@ -4,6 +4,7 @@ import (
 	"log/slog"
 
 	"github.com/mochi-mqtt/server/v2/packets"
+
 	"github.com/oncemq/oncemq/inflight"
 )
 
@@ -13,7 +14,7 @@ import (
 func (b *Broker) deliver(batch *inflight.Batch, s *Session, m *inflight.Message, qos byte, subIDs []int, retain bool, out *outbox) {
 	now := b.now().UnixNano()
 	if m.Expired(now) { // [MQTT-3.3.2-5]
-		b.Metrics.Expired.Add(1)
+		b.dropped(s.ClientID, m.Topic, Expired)
 		return
 	}
 	if qos == 0 {
@@ -31,7 +32,7 @@ func (b *Broker) deliver(batch *inflight.Batch, s *Session, m *inflight.Message,
 		return
 	}
 	if len(s.queue) >= b.opts.MaxQueued {
-		b.Metrics.QueueOverflow.Add(1)
+		b.dropped(s.ClientID, m.Topic, QueueFull)
 		b.log.Warn("queue full: message dropped", slog.String("client", s.ClientID),
 			slog.String("topic", m.Topic), slog.Int("max_queued", b.opts.MaxQueued))
 		return
@@ -74,20 +75,13 @@ func (b *Broker) send(batch *inflight.Batch, s *Session, q *queued, now int64, o
 }
 
 // checkSize reports whether pk fits the client's Maximum Packet Size; a delivery that does not is
-// dropped and counted [MQTT-3.1.2-25].
+// dropped and counted [MQTT-3.1.2-25]. Caller holds b.mu.
 func (b *Broker) checkSize(s *Session, pk packets.Packet) bool {
-	if fits(pk, s.ProtocolVersion, s.maxPacketSize) {
+	if fits(pk, s.protocolVersion, s.maxPacketSize) {
 		return true
 	}
-	b.Metrics.TooLarge.Add(1)
+	b.dropped(s.ClientID, pk.TopicName, TooLarge)
 	b.log.Warn("delivery larger than the client's maximum packet size: dropped",
 		slog.String("client", s.ClientID), slog.String("topic", pk.TopicName), slog.Uint64("max", uint64(s.maxPacketSize)))
 	return false
-}
-
-// release drops the session's durable reference to m. Caller holds b.mu.
-func (s *Session) release(batch *inflight.Batch, m *inflight.Message) {
-	if m != nil && s.durable() && m.Unref() {
-		batch.DeleteMessage(m.Seq)
-	}
 }

@@ -19,9 +19,9 @@ func (b *Broker) Disconnected(s *Session, c Conn, publishWill bool, newExpiry *u
 	var out outbox
 	s.conn = nil
 	s.disconnectedAt = b.now().UnixNano()
-	if newExpiry != nil && *newExpiry != s.ExpiryInterval {
+	if newExpiry != nil && *newExpiry != s.expiryInterval {
 		wasDurable := s.durable()
-		s.ExpiryInterval = *newExpiry
+		s.expiryInterval = *newExpiry
 		if wasDurable && !s.durable() {
 			b.forget(batch, s)
 		}

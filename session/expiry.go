@@ -10,15 +10,16 @@ import (
 // scheduleExpiry arms the timer that ends an offline session. Caller holds b.mu.
 func (b *Broker) scheduleExpiry(s *Session) {
 	stopTimer(&s.expiry)
-	if b.closed || s.ExpiryInterval == NeverExpire {
+	if b.closed || s.expiryInterval == NeverExpire {
 		return
 	}
-	deadline := s.disconnectedAt + int64(s.ExpiryInterval)*int64(time.Second)
+	deadline := s.disconnectedAt + int64(s.expiryInterval)*int64(time.Second)
 	wait := time.Duration(deadline - b.now().UnixNano())
 	s.expiry = time.AfterFunc(max(wait, 0), func() { b.expire(s) })
 }
 
-// expire ends s if it is still offline and still the registered session.
+// expire ends s if it is still offline and still the registered session. It runs on the expiry
+// timer's goroutine and takes b.mu.
 func (b *Broker) expire(s *Session) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -44,5 +45,5 @@ func (b *Broker) expire(s *Session) {
 func (b *Broker) SessionExpiry(s *Session) uint32 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return s.ExpiryInterval
+	return s.expiryInterval
 }

@@ -33,7 +33,7 @@ func (b *Broker) fill(batch *inflight.Batch, s *Session, out *outbox) {
 			batch.DeleteQueued(s.ClientID, q.order)
 		}
 		if q.msg.Expired(now) { // [MQTT-3.3.2-5]
-			b.Metrics.Expired.Add(1)
+			b.dropped(s.ClientID, q.msg.Topic, Expired)
 			s.release(batch, q.msg)
 			continue
 		}

@@ -5,7 +5,7 @@ import (
 )
 
 // completeOutbound frees id if it is in the expected state, then fills the freed slot. Acks for
-// unknown ids, or in the wrong state, are ignored: after a resend they are normal.
+// unknown ids, or in the wrong state, are ignored: after a resend they are normal. Takes b.mu.
 func (b *Broker) completeOutbound(s *Session, c Conn, id uint16, state inflight.OutboundState, qos byte) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -2,6 +2,7 @@ package session
 
 import (
 	"github.com/mochi-mqtt/server/v2/packets"
+
 	"github.com/oncemq/oncemq/session/internal/failpoint"
 )
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 
 	"github.com/mochi-mqtt/server/v2/packets"
+
 	"github.com/oncemq/oncemq/inflight"
 	"github.com/oncemq/oncemq/session/reason"
 )

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/mochi-mqtt/server/v2/packets"
+
 	"github.com/oncemq/oncemq/inflight"
 	"github.com/oncemq/oncemq/session/internal/failpoint"
 	"github.com/oncemq/oncemq/session/reason"
@@ -21,6 +22,7 @@ var ErrReceiveMaximumExceeded = errors.New("receive maximum exceeded")
 // one batch, then PUBREC is sent [MQTT-4.3.3-8]. QoS 2, id already awaiting PUBREL (DUP or not):
 // PUBREC again with the same reason code, after every earlier commit, and no routing
 // [MQTT-4.3.3-10]. QoS 1: fan-out committed, then PUBACK [MQTT-4.3.2-4]. QoS 0: routed.
+// Once the journal has failed, QoS 1 and 2 are refused (see Refuse) with 0x80.
 //
 // inboundQuota is how many QoS 2 ids may await PUBREL at once: the broker's Receive Maximum less
 // the QoS 1 PUBACKs the connection owes for earlier PUBLISHes. A new QoS 1 or QoS 2 PUBLISH
@@ -33,14 +35,7 @@ func (b *Broker) Publish(s *Session, c Conn, m *inflight.Message, id uint16, inb
 	}
 	if m.QoS == 2 {
 		if code, ok := s.inbound.Lookup(id); ok {
-			b.submit(nil, func(err error) {
-				if err != nil {
-					// The first PUBREC's state may never have reached the disk: promise nothing.
-					c.Close(reason.UnspecifiedError)
-					return
-				}
-				c.Send(ack(packets.Pubrec, id, reason.Code(code)))
-			})
+			b.repeatPubrec(c, id, reason.Code(code))
 			return nil
 		}
 	}
@@ -49,16 +44,23 @@ func (b *Broker) Publish(s *Session, c Conn, m *inflight.Message, id uint16, inb
 	}
 	if m.QoS > 0 && b.journal.Err() != nil {
 		// The store failed: refuse rather than acknowledge what cannot be kept.
-		b.refuse(s, c, m.QoS, id)
+		b.refuse(s, c, m.QoS, id, reason.UnspecifiedError)
 		return nil
 	}
+	b.accept(s, c, m, id)
+	return nil
+}
+
+// accept routes m, updates the retained message and, for QoS 2, records id as awaiting PUBREL, all
+// in one batch; PUBACK or PUBREC and the deliveries go out once it is committed. Caller holds b.mu.
+func (b *Broker) accept(s *Session, c Conn, m *inflight.Message, id uint16) {
 	m.Seq = b.journal.NextSeq()
 	batch := &inflight.Batch{}
 	var out outbox
 	matched := b.route(batch, m, s.ClientID, &out)
 	b.retain(batch, m)
 	code := reason.Success
-	if matched == 0 && s.ProtocolVersion == 5 {
+	if matched == 0 && s.protocolVersion == 5 {
 		code = reason.NoMatchingSubscribers
 	}
 	var reply packets.Packet
@@ -77,7 +79,7 @@ func (b *Broker) Publish(s *Session, c Conn, m *inflight.Message, id uint16, inb
 		// out now instead of behind the commits under way. It may overtake a QoS 1/2 message of
 		// the same publisher still committing; ordering is only promised per QoS [MQTT-4.6.0-5].
 		out.flush()
-		return nil
+		return
 	}
 	b.submit(batch, func(err error) {
 		if err != nil {
@@ -91,5 +93,18 @@ func (b *Broker) Publish(s *Session, c Conn, m *inflight.Message, id uint16, inb
 		}
 		out.flush()
 	})
-	return nil
+}
+
+// repeatPubrec answers a QoS 2 PUBLISH whose id already awaits PUBREL: PUBREC with the code the
+// first one had, and nothing routed [MQTT-4.3.3-10]. It waits for every earlier commit, since the
+// first PUBREC's state may still be on its way to the disk. Caller holds b.mu.
+func (b *Broker) repeatPubrec(c Conn, id uint16, code reason.Code) {
+	b.submit(nil, func(err error) {
+		if err != nil {
+			// The first PUBREC's state may never have reached the disk: promise nothing.
+			c.Close(reason.UnspecifiedError)
+			return
+		}
+		c.Send(ack(packets.Pubrec, id, code))
+	})
 }

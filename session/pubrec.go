@@ -2,6 +2,7 @@ package session
 
 import (
 	"github.com/mochi-mqtt/server/v2/packets"
+
 	"github.com/oncemq/oncemq/inflight"
 	"github.com/oncemq/oncemq/session/reason"
 )
@@ -21,7 +22,7 @@ func (b *Broker) Pubrec(s *Session, c Conn, id uint16, code reason.Code) {
 	e, ok := s.outbound.Get(id)
 	switch {
 	case !ok || e.QoS != 2:
-		if s.ProtocolVersion == 5 {
+		if s.protocolVersion == 5 {
 			out.add(c, ack(packets.Pubrel, id, reason.PacketIdentifierNotFound))
 		} else {
 			out.add(c, ack(packets.Pubrel, id, reason.Success))

@@ -2,6 +2,7 @@ package session
 
 import (
 	"github.com/mochi-mqtt/server/v2/packets"
+
 	"github.com/oncemq/oncemq/inflight"
 	"github.com/oncemq/oncemq/session/internal/failpoint"
 	"github.com/oncemq/oncemq/session/reason"
@@ -22,7 +23,7 @@ func (b *Broker) Pubrel(s *Session, c Conn, id uint16) {
 		if s.durable() {
 			batch.DeleteInbound(s.ClientID, id)
 		}
-	} else if s.ProtocolVersion == 5 {
+	} else if s.protocolVersion == 5 {
 		code = reason.PacketIdentifierNotFound
 	}
 	b.submit(batch, func(err error) {

@@ -11,13 +11,15 @@ type match struct {
 	retain bool
 }
 
-// route fans m out to every session with a matching subscription and reports how many matched.
-// Overlapping subscriptions of one session deliver once, at the highest granted QoS, with every
-// Subscription Identifier [MQTT-3.3.4-2]. Caller holds b.mu.
+// route fans m out to every session with a matching subscription that may read it (Options.MayRead)
+// and reports how many it was given to. Overlapping subscriptions of one session deliver once, at
+// the highest granted QoS, with every Subscription Identifier [MQTT-3.3.4-2]. publisher is the
+// client id of the publishing session, for No Local; "" for a message no client published.
+// Caller holds b.mu.
 func (b *Broker) route(batch *inflight.Batch, m *inflight.Message, publisher string, out *outbox) int {
 	matches := make(map[string]*match)
 	b.subs.Match(m.Topic, func(clientID, filter string, sub inflight.SubscriptionRecord) {
-		if sub.NoLocal && clientID == publisher { // [MQTT-3.8.3-3]
+		if sub.NoLocal && publisher != "" && clientID == publisher { // [MQTT-3.8.3-3]
 			return
 		}
 		mt := matches[clientID]
@@ -33,10 +35,14 @@ func (b *Broker) route(batch *inflight.Batch, m *inflight.Message, publisher str
 			mt.retain = true
 		}
 	})
+	given := 0
 	for clientID, mt := range matches {
-		if s := b.sessions[clientID]; s != nil {
-			b.deliver(batch, s, m, mt.qos, mt.subIDs, mt.retain, out)
+		s := b.sessions[clientID]
+		if s == nil || !b.mayRead(s, m.Topic) {
+			continue
 		}
+		b.deliver(batch, s, m, mt.qos, mt.subIDs, mt.retain, out)
+		given++
 	}
-	return len(matches)
+	return given
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mochi-mqtt/server/v2/packets"
+
 	"github.com/oncemq/oncemq/inflight"
 	"github.com/oncemq/oncemq/session/reason"
 )
@@ -164,7 +165,7 @@ func TestTakenOverConnectionCannotChangeSession(t *testing.T) {
 	}
 }
 
-// DESIGN §1: a session's queue is bounded; what does not fit is dropped, counted and logged, and
+// A session's queue is bounded: what does not fit is dropped, counted and logged, and
 // what fits is delivered in order when the session resumes [MQTT-4.6.0-6].
 func TestQueueBoundedAndCounted(t *testing.T) {
 	b := newTestBroker(t)
