@@ -173,11 +173,6 @@ func (j *Journal) commit(round []submitted, invalid map[int]error) (err error) {
 		}
 	}()
 	return j.db.Update(func(tx *bolt.Tx) error {
-		if j.failCommit != nil {
-			if err := j.failCommit(); err != nil {
-				return err
-			}
-		}
 		bk, err := txBuckets(tx)
 		if err != nil {
 			return err
