@@ -15,16 +15,17 @@ type submitted struct {
 	done  func(error)
 }
 
-// Stats counts the journal's work since Open; Batches/Commits is how well group commit is doing.
-type Stats struct {
+// commitStats counts the journal's work since Open; Batches/Commits is how well group commit is
+// doing.
+type commitStats struct {
 	Commits uint64 // bbolt transactions committed (each one sync unless NoSync)
 	Batches uint64 // batches committed, including empty ones
 	Ops     uint64 // changes committed
 }
 
-// Stats returns the counters so far.
-func (j *Journal) Stats() Stats {
-	return Stats{Commits: j.commits.Load(), Batches: j.batches.Load(), Ops: j.ops.Load()}
+// stats returns the counters so far.
+func (j *Journal) stats() commitStats {
+	return commitStats{Commits: j.commits.Load(), Batches: j.batches.Load(), Ops: j.ops.Load()}
 }
 
 // NextSeq returns a new message sequence, larger than any in the file at Open and any returned

@@ -101,7 +101,7 @@ func TestDoneInSubmissionOrder(t *testing.T) {
 			t.Fatalf("done #%d was for submission %d: callbacks out of order", i, n)
 		}
 	}
-	if st := j.Stats(); st.Batches != submitters*each || st.Ops != submitters*each/2 {
+	if st := j.stats(); st.Batches != submitters*each || st.Ops != submitters*each/2 {
 		t.Errorf("Stats = %+v, want %d batches, %d ops", st, submitters*each, submitters*each/2)
 	}
 }
@@ -140,7 +140,7 @@ func TestGroupCommit(t *testing.T) {
 	}
 	wg.Wait()
 
-	st := j.Stats()
+	st := j.stats()
 	if st.Commits != 2 || st.Batches != 1+submitters*each || st.Ops != 1+submitters*each {
 		t.Errorf("Stats = %+v, want %d batches in 2 commits", st, 1+submitters*each)
 	}
@@ -150,7 +150,7 @@ func TestEmptyBatchesSkipTheTransaction(t *testing.T) {
 	j, _, _ := openTest(t, "", nil)
 	mustCommit(t, j, nil)
 	mustCommit(t, j, &Batch{})
-	if st := j.Stats(); st != (Stats{Batches: 2}) {
+	if st := j.stats(); st != (commitStats{Batches: 2}) {
 		t.Errorf("Stats = %+v, want 2 batches and no commit", st)
 	}
 }

@@ -61,7 +61,7 @@ func openTest(t testing.TB, path string, opts *Options) (*Journal, *Recovered, s
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
-	if err := rec.Check(); err != nil {
+	if err := rec.check(); err != nil {
 		t.Errorf("state read by Open breaks invariants:\n%v", err)
 	}
 	t.Cleanup(func() {
@@ -73,7 +73,7 @@ func openTest(t testing.TB, path string, opts *Options) (*Journal, *Recovered, s
 			t.Errorf("reopen at cleanup: %v", err)
 			return
 		}
-		if err := rec2.Check(); err != nil {
+		if err := rec2.check(); err != nil {
 			t.Errorf("state after reopen breaks invariants:\n%v", err)
 		}
 		if err := j2.Close(); err != nil {

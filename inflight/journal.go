@@ -79,5 +79,5 @@ type Journal struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	commits, batches, ops atomic.Uint64 // see Stats
+	commits, batches, ops atomic.Uint64 // see stats
 }

@@ -122,7 +122,7 @@ func TestOpenDamagedPages(t *testing.T) {
 				}
 				continue
 			}
-			if err := rec.Check(); err != nil {
+			if err := rec.check(); err != nil {
 				t.Errorf("page %d = %#x: recovered state breaks invariants: %v", p, pattern, err)
 			}
 			j.Close()

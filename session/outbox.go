@@ -16,13 +16,15 @@ type outgoing struct {
 // callback. Sends to one connection keep their order.
 type outbox []outgoing
 
+// add queues pk for c; a nil c (an offline session) gets nothing. Caller holds b.mu.
 func (o *outbox) add(c Conn, pk packets.Packet) {
 	if c != nil {
 		*o = append(*o, outgoing{conn: c, pk: pk})
 	}
 }
 
-// flush sends every packet, in order. It runs after the commit that allows them; a crash test's
+// flush sends every packet, in order. It runs after the commit that allows them, from the journal's
+// done callback, without b.mu (or under b.mu when there was nothing to commit); a crash test's
 // failpoint fires there (a build without the failpoint tag has none).
 func (o outbox) flush() {
 	for i := range o {

@@ -7,6 +7,7 @@ type Stats struct {
 	InboundAwaitingPubrel int // QoS 2 ids received and answered with PUBREC, awaiting PUBREL
 	OutboundInFlight      int // QoS 1/2 deliveries awaiting PUBACK, PUBREC or PUBCOMP
 	Queued                int // messages waiting in session queues
+	Subscriptions         int // subscriptions, one per session and filter
 	Retained              int // retained messages
 
 	// The counters of Metrics.
@@ -25,6 +26,7 @@ func (b *Broker) Stats() Stats {
 	defer b.mu.Unlock()
 	st := Stats{
 		Sessions:        len(b.sessions),
+		Subscriptions:   b.subs.Len(),
 		Retained:        len(b.retained),
 		QueueOverflow:   b.Metrics.QueueOverflow.Load(),
 		Expired:         b.Metrics.Expired.Load(),

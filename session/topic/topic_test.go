@@ -6,7 +6,7 @@ import (
 )
 
 func TestValidName(t *testing.T) {
-	long := strings.Repeat("a", MaxLen)
+	long := strings.Repeat("a", maxLen)
 	tests := []struct {
 		name string
 		in   string
@@ -45,7 +45,7 @@ func TestValidName(t *testing.T) {
 }
 
 func TestValidFilter(t *testing.T) {
-	long := strings.Repeat("a", MaxLen)
+	long := strings.Repeat("a", maxLen)
 	tests := []struct {
 		name string
 		in   string
