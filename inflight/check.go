@@ -6,91 +6,115 @@ import (
 )
 
 // Check reports every broken invariant of a recovered state, joined, or nil. Open's output always
-// passes; tests run it after every reopen, and a tool can run it on a file it inspects.
+// passes; the tests, and every integration test's cleanup, run it after every reopen.
 //
-// The invariants: packet ids are in 1..MaxPacketID and appear once per table; an outbound entry in
+// The invariants: packet ids are in 1..maxPacketID and appear once per table; an outbound entry in
 // "PUBREL sent" holds no message (it was released with the PUBREC) and one in "PUBLISH sent" does;
 // every message an entry refers to is in Messages, under its own Seq, with its reference count equal
 // to the number of entries referring to it.
 func (r *Recovered) Check() error {
-	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	refs := make(map[uint64]int32)
+	c := &checker{refs: make(map[uint64]int32)}
 	seen := make(map[string]bool)
-	for _, s := range r.Sessions {
-		c := s.Record.ClientID
-		if !validName(c) {
-			bad("session with client id %q", c)
+	for i := range r.Sessions {
+		id := r.Sessions[i].Record.ClientID
+		if seen[id] {
+			c.bad("client %q: two sessions", id)
 		}
-		if seen[c] {
-			bad("client %q: two sessions", c)
-		}
-		seen[c] = true
-		in := make(map[uint16]bool)
-		for _, e := range s.Inbound {
-			if e.PacketID == 0 {
-				bad("client %q: inbound packet id 0", c)
-			}
-			if in[e.PacketID] {
-				bad("client %q: inbound packet id %d twice", c, e.PacketID)
-			}
-			in[e.PacketID] = true
-		}
-		out := make(map[uint16]bool)
-		for i, e := range s.Outbound {
-			if e.PacketID == 0 {
-				bad("client %q: outbound packet id 0", c)
-			}
-			if out[e.PacketID] {
-				bad("client %q: outbound packet id %d twice", c, e.PacketID)
-			}
-			out[e.PacketID] = true
-			if i > 0 && s.Outbound[i-1].Order > e.Order {
-				bad("client %q: outbound not sorted by order at packet id %d", c, e.PacketID)
-			}
-			switch e.State {
-			case PubrelSent:
-				if e.MsgSeq != 0 {
-					bad("client %q: outbound %d is PUBREL sent but holds message %d", c, e.PacketID, e.MsgSeq)
-				}
-			case PublishSent:
-				if e.MsgSeq == 0 {
-					bad("client %q: outbound %d is PUBLISH sent without a message", c, e.PacketID)
-				}
-			default:
-				bad("client %q: outbound %d in state %d", c, e.PacketID, e.State)
-			}
-			if e.MsgSeq != 0 {
-				refs[e.MsgSeq]++
-			}
-		}
-		for i, q := range s.Queue {
-			if i > 0 && s.Queue[i-1].Order >= q.Order {
-				bad("client %q: queue not sorted by order at order %d", c, q.Order)
-			}
-			if q.MsgSeq == 0 {
-				bad("client %q: queued %d without a message", c, q.Order)
-			}
-			refs[q.MsgSeq]++
-		}
+		seen[id] = true
+		c.session(&r.Sessions[i])
 	}
-	for seq, n := range refs {
-		m := r.Messages[seq]
+	c.messages(r.Messages)
+	return errors.Join(c.errs...)
+}
+
+// checker collects the broken invariants of one recovered state.
+type checker struct {
+	errs []error
+	refs map[uint64]int32 // references to each message seen in the entries
+}
+
+func (c *checker) bad(format string, args ...any) {
+	c.errs = append(c.errs, fmt.Errorf(format, args...))
+}
+
+// session checks one session's tables and counts its message references.
+func (c *checker) session(s *RecoveredSession) {
+	id := s.Record.ClientID
+	if !validName(id) {
+		c.bad("session with client id %q", id)
+	}
+	in := make(map[uint16]bool)
+	for _, e := range s.Inbound {
+		if e.PacketID == 0 {
+			c.bad("client %q: inbound packet id 0", id)
+		}
+		if in[e.PacketID] {
+			c.bad("client %q: inbound packet id %d twice", id, e.PacketID)
+		}
+		in[e.PacketID] = true
+	}
+	out := make(map[uint16]bool)
+	for i, e := range s.Outbound {
+		if e.PacketID == 0 {
+			c.bad("client %q: outbound packet id 0", id)
+		}
+		if out[e.PacketID] {
+			c.bad("client %q: outbound packet id %d twice", id, e.PacketID)
+		}
+		out[e.PacketID] = true
+		if i > 0 && s.Outbound[i-1].Order > e.Order {
+			c.bad("client %q: outbound not sorted by order at packet id %d", id, e.PacketID)
+		}
+		c.outboundState(id, e)
+	}
+	for i, q := range s.Queue {
+		if i > 0 && s.Queue[i-1].Order >= q.Order {
+			c.bad("client %q: queue not sorted by order at order %d", id, q.Order)
+		}
+		if q.MsgSeq == 0 {
+			c.bad("client %q: queued %d without a message", id, q.Order)
+		}
+		c.refs[q.MsgSeq]++
+	}
+}
+
+// outboundState checks that an outbound entry holds a message exactly while it is "PUBLISH sent".
+func (c *checker) outboundState(id string, e OutboundRecord) {
+	switch e.State {
+	case PubrelSent:
+		if e.MsgSeq != 0 {
+			c.bad("client %q: outbound %d is PUBREL sent but holds message %d", id, e.PacketID, e.MsgSeq)
+		}
+	case PublishSent:
+		if e.MsgSeq == 0 {
+			c.bad("client %q: outbound %d is PUBLISH sent without a message", id, e.PacketID)
+		}
+	default:
+		c.bad("client %q: outbound %d in state %d", id, e.PacketID, e.State)
+	}
+	if e.MsgSeq != 0 {
+		c.refs[e.MsgSeq]++
+	}
+}
+
+// messages checks that the referenced messages are there with the right counts, and only they.
+func (c *checker) messages(msgs map[uint64]*Message) {
+	for seq, n := range c.refs {
+		m := msgs[seq]
 		if m == nil {
-			bad("message %d is referred to %d times but missing", seq, n)
+			c.bad("message %d is referred to %d times but missing", seq, n)
 			continue
 		}
 		if got := m.refs.Load(); got != n {
-			bad("message %d has %d references counted, %d entries refer to it", seq, got, n)
+			c.bad("message %d has %d references counted, %d entries refer to it", seq, got, n)
 		}
 	}
-	for seq, m := range r.Messages {
+	for seq, m := range msgs {
 		if m.Seq != seq {
-			bad("message under %d has Seq %d", seq, m.Seq)
+			c.bad("message under %d has Seq %d", seq, m.Seq)
 		}
-		if refs[seq] == 0 {
-			bad("message %d is not referred to", seq)
+		if c.refs[seq] == 0 {
+			c.bad("message %d is not referred to", seq)
 		}
 	}
-	return errors.Join(errs...)
 }

@@ -15,7 +15,8 @@ type submitted struct {
 	done  func(error)
 }
 
-// Stats counts the journal's work since Open; Batches/Commits is how well group commit is doing.
+// Stats counts the journal's work since Open; Batches/Commits is how well group commit is
+// doing.
 type Stats struct {
 	Commits uint64 // bbolt transactions committed (each one sync unless NoSync)
 	Batches uint64 // batches committed, including empty ones
@@ -173,11 +174,6 @@ func (j *Journal) commit(round []submitted, invalid map[int]error) (err error) {
 		}
 	}()
 	return j.db.Update(func(tx *bolt.Tx) error {
-		if j.failCommit != nil {
-			if err := j.failCommit(); err != nil {
-				return err
-			}
-		}
 		bk, err := txBuckets(tx)
 		if err != nil {
 			return err

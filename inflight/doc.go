@@ -2,6 +2,11 @@
 // identifier tables for both directions, the outbound id allocator, and the durable journal that
 // makes them survive a crash.
 //
+// It is the broker engine's lowest layer, used by package session and knowing nothing of
+// connections or packets on the wire; it is not an embedding API. A program that embeds the broker
+// uses package mqtt. docs/ARCHITECTURE.md describes the layers: "Durability rules" for what each
+// acknowledgement waits for, "On-disk format" for the file, "Goroutines" for the committer.
+//
 // # What is durable, and when
 //
 // The in-memory tables are the working copy. Every change to durable state is described as a Batch
@@ -18,6 +23,15 @@
 // Submit keeps order: batches are applied in the order they were submitted, and callers submit while
 // still holding the lock under which they changed the in-memory state, so the journal's order is the
 // in-memory order. A batch is atomic: all of it is committed or none.
+//
+// # Goroutines and locks
+//
+// One committer goroutine, started by Open and waited for by Close, owns the bbolt write
+// transaction and runs the done callbacks; a callback must not block, and must not call Close.
+// Journal.mu guards only the queue of submitted batches: Submit takes it briefly and never waits on
+// the disk, so callers may hold their own locks (the session layer's Broker.mu) around it. The
+// tables (Inbound, Outbound) and Message reference counts are not locked here: the session layer
+// guards them with its own lock.
 //
 // With Options.NoSync the commit is written to the OS page cache but not synced: every promise holds
 // against a crash of the process, none against a power loss.

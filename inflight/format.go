@@ -225,7 +225,7 @@ func decodeSubIDs(v []byte) ([]int, error) {
 	return ids, nil
 }
 
-// maxSubscriptionID is the largest Subscription Identifier, a variable byte integer [MQTT-3.8.2.1.2].
+// maxSubscriptionID is the largest Subscription Identifier, a variable byte integer (§3.8.2.1.2).
 const maxSubscriptionID = 268435455
 
 // encodeMessage encodes m as a message value. m.Seq is the key and not part of the value.

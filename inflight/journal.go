@@ -79,9 +79,5 @@ type Journal struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	commits, batches, ops atomic.Uint64 // see Stats
-
-	// failCommit, when set (by tests, before the first Submit), is called inside every commit
-	// transaction before the changes are applied; an error makes the commit fail.
-	failCommit func() error
+	commits, batches, ops atomic.Uint64 // see stats
 }

@@ -51,7 +51,7 @@ func benchmarkJournal(b *testing.B, writers int, noSync bool) {
 			subscriber := fmt.Sprintf("subscriber-%d", w)
 			done := make(chan error, 1)
 			for i := uint64(0); next.Add(1) <= int64(b.N); i++ {
-				id := uint16(i%MaxPacketID) + 1
+				id := uint16(i%maxPacketID) + 1
 				m := &Message{Seq: j.NextSeq(), Topic: "bench/topic", Payload: payload, QoS: 2}
 				var batch Batch
 				batch.PutInbound(publisher, id, 0)

@@ -2,8 +2,8 @@ package inflight
 
 import "sort"
 
-// MaxPacketID is the largest packet identifier; identifiers are 1..65535 [MQTT-2.2.1-3].
-const MaxPacketID = 65535
+// maxPacketID is the largest packet identifier; identifiers are 1..65535 [MQTT-2.2.1-3].
+const maxPacketID = 65535
 
 // Inbound is one session's table of QoS 2 packet ids received from the client and answered with
 // PUBREC, awaiting PUBREL. It is separate from Outbound: the same number may be in flight in both
@@ -62,7 +62,7 @@ type Outbound struct {
 // Allocate returns an id not in use, or false if all 65535 are.
 // Ids are never reused while in flight [MQTT-2.2.1-4].
 func (t *Outbound) Allocate() (uint16, bool) {
-	if len(t.entries) >= MaxPacketID {
+	if len(t.entries) >= maxPacketID {
 		return 0, false
 	}
 	id := t.last

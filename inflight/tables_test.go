@@ -67,7 +67,7 @@ func TestOutboundAllocateNeverReturnsAnIDInUse(t *testing.T) {
 func TestOutboundFullTable(t *testing.T) {
 	var out Outbound
 	seen := make(map[uint16]bool)
-	for i := range MaxPacketID {
+	for i := range maxPacketID {
 		id, ok := out.Allocate()
 		if !ok || id == 0 || seen[id] {
 			t.Fatalf("allocation %d: id %d, ok %v (seen before: %v)", i, id, ok, seen[id])

@@ -16,7 +16,7 @@ func (c *conn) handlePubrec(pk *packets.Packet) error {
 	if c.version == 5 && !validPubrecReason(pk.ReasonCode) {
 		return protocolViolation("PUBREC with an invalid reason code")
 	}
-	c.srv.broker.Pubrec(c.sess, c, pk.PacketID, pk.ReasonCode)
+	c.srv.broker.Pubrec(c.sess, c, pk.PacketID, reason.Code(pk.ReasonCode))
 	return nil
 }
 

@@ -101,11 +101,11 @@ func (c *conn) log() *slog.Logger {
 // connection was idle, in the read buffer otherwise.
 func (c *conn) readPacket() (packets.Packet, error) {
 	if !c.hbRead {
-		return readPacket(c.br, c.version, c.srv.cfg.MaxPacketSize)
+		return readPacket(c.br, c.version, c.srv.opts.MaxPacketSize)
 	}
 	c.hbRead = false
 	c.acquireReader()
-	return readPacketAfter(c.hb[0], c.br, c.version, c.srv.cfg.MaxPacketSize)
+	return readPacketAfter(c.hb[0], c.br, c.version, c.srv.opts.MaxPacketSize)
 }
 
 func (c *conn) acquireReader() {

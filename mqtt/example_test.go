@@ -6,16 +6,14 @@ import (
 	"log"
 	"log/slog"
 	"net"
-	"net/url"
 	"os"
 	"time"
 
-	"github.com/eclipse/paho.golang/autopaho"
 	"github.com/eclipse/paho.golang/paho"
 	"github.com/oncemq/oncemq/mqtt"
 )
 
-// Embed a broker, subscribe with paho.golang, and publish at QoS 2 from the program itself.
+// Embed a broker, subscribe to it with paho.golang, and publish at QoS 2 from the program itself.
 func Example() {
 	dir, err := os.MkdirTemp("", "oncemq-example")
 	if err != nil {
@@ -23,12 +21,9 @@ func Example() {
 	}
 	defer os.RemoveAll(dir)
 
-	srv, err := mqtt.New(mqtt.Options{
-		DataDir: dir,
-		Logger:  slog.New(slog.DiscardHandler),
-	})
+	srv, err := mqtt.New(mqtt.Options{DataDir: dir, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
-		log.Fatal(err)
+		log.Fatal(err) // a damaged or locked state file stops here
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -39,32 +34,28 @@ func Example() {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	subscribed, received := make(chan struct{}), make(chan string, 1)
-	brokerURL, _ := url.Parse("mqtt://" + ln.Addr().String())
-	client, err := autopaho.NewConnection(ctx, autopaho.ClientConfig{
-		ServerUrls:        []*url.URL{brokerURL},
-		KeepAlive:         30,
-		ConnectRetryDelay: time.Second,
-		OnConnectionUp: func(cm *autopaho.ConnectionManager, _ *paho.Connack) {
-			if _, err := cm.Subscribe(ctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{{Topic: "sensors/#", QoS: 2}}}); err == nil {
-				close(subscribed) // SUBACK received: the subscription exists
-			}
-		},
-		ClientConfig: paho.ClientConfig{
-			ClientID: "example-subscriber",
-			OnPublishReceived: []func(paho.PublishReceived) (bool, error){
-				func(pr paho.PublishReceived) (bool, error) {
-					received <- fmt.Sprintf("%s %s (QoS %d)", pr.Packet.Topic, pr.Packet.Payload, pr.Packet.QoS)
-					return true, nil
-				},
-			},
-		},
-	})
+	conn, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer client.Disconnect(context.Background())
-	<-subscribed
+	received := make(chan string, 1)
+	client := paho.NewClient(paho.ClientConfig{
+		Conn: conn,
+		OnPublishReceived: []func(paho.PublishReceived) (bool, error){
+			func(pr paho.PublishReceived) (bool, error) {
+				received <- fmt.Sprintf("%s %s (QoS %d)", pr.Packet.Topic, pr.Packet.Payload, pr.Packet.QoS)
+				return true, nil
+			},
+		},
+	})
+	if _, err := client.Connect(ctx, &paho.Connect{ClientID: "example-subscriber", CleanStart: true, KeepAlive: 30}); err != nil {
+		log.Fatal(err)
+	}
+	defer client.Disconnect(&paho.Disconnect{})
+	sub := &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{{Topic: "sensors/#", QoS: 2}}}
+	if _, err := client.Subscribe(ctx, sub); err != nil {
+		log.Fatal(err)
+	}
 
 	// Publish returns once the message and its delivery to the subscriber's session are committed:
 	// from here on it survives a crash of the broker.

@@ -91,7 +91,6 @@ func TestAuthenticatorDecidesConnect(t *testing.T) {
 			{"device", "pw", 0x00},
 			{"alice", "wrong", bad},
 			{"mallory", "secret", bad}, // an unknown user gets the same answer as a wrong password
-			{"", "", bad},
 			{"down", "x", unavailable},
 		} {
 			c := b.Dial(t, v)
@@ -104,6 +103,12 @@ func TestAuthenticatorDecidesConnect(t *testing.T) {
 			}
 			c.Close()
 		}
+		anonymous := b.Dial(t, v)
+		anonymous.SendConnect("c-anonymous", true, 0)
+		if ack := anonymous.Expect(t, packets.Connack); ack.ReasonCode != bad {
+			t.Errorf("no credentials: CONNACK 0x%02X, want 0x%02X", ack.ReasonCode, bad)
+		}
+		anonymous.ExpectClosed(t)
 		ev.await(t, "connect c-alice as alice")
 		ev.await(t, "connect c-device as device-cn-42") // the name the Authenticator returned
 		ev.await(t, "refused c-mallory: Bad User Name or Password")
@@ -141,7 +146,7 @@ func TestAuthorizerRefusesPublish(t *testing.T) {
 		pub.ExpectAck(t, packets.Puback, 1, 0x87)
 		pub.Publish("secret/b", 2, 2, []byte("y"), false)
 		pub.ExpectAck(t, packets.Pubrec, 2, 0x87)
-		// After PUBREC >= 0x80 the id is free [MQTT-4.3.3]: reusing it starts a new exchange,
+		// After PUBREC >= 0x80 the id is free (§4.3.3): reusing it starts a new exchange,
 		// which is routed, instead of being answered as a duplicate.
 		publishQoS2(t, pub, "public/c", 2, "z")
 		sub.ExpectPublish(t, "public/c", 2, "z")

@@ -66,7 +66,7 @@ func (c *conn) handlePublish(pk *packets.Packet) error {
 	// The quota counts the QoS 1 PUBACKs still owed, and the session adds the QoS 2 ids awaiting
 	// PUBREL, the way the client counts [MQTT-3.3.4-8]. The count goes up before the PUBACK can
 	// be sent (Send takes it down again).
-	quota := c.srv.cfg.ReceiveMaximum - int(c.qos1Pending.Load())
+	quota := c.srv.opts.ReceiveMaximum - int(c.qos1Pending.Load())
 	if m.QoS == 1 {
 		c.qos1Pending.Add(1)
 	}
@@ -78,7 +78,7 @@ func (c *conn) handlePublish(pk *packets.Packet) error {
 }
 
 // refusePublish answers a PUBLISH that is not routed: a 5.0 client gets PUBACK or PUBREC with code
-// and keeps its id free [MQTT-4.3.3]; a 3.1.1 client, which has no refusal, is disconnected. A
+// and keeps its id free (§4.3.3); a 3.1.1 client, which has no refusal, is disconnected. A
 // QoS 0 PUBLISH is dropped without a word.
 func (c *conn) refusePublish(pk *packets.Packet, code reason.Code) error {
 	c.log().Debug("publish refused", slog.String("topic", pk.TopicName), slog.String("reason", code.String()))

@@ -17,7 +17,7 @@ type protocolError struct {
 	msg  string
 }
 
-func (e *protocolError) Error() string { return fmt.Sprintf("%s (reason 0x%02X)", e.msg, e.code) }
+func (e *protocolError) Error() string { return fmt.Sprintf("%s (reason 0x%02X)", e.msg, byte(e.code)) }
 
 func malformed(msg string) error { return &protocolError{code: reason.MalformedPacket, msg: msg} }
 func protocolViolation(msg string) error {

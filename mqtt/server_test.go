@@ -3,6 +3,7 @@ package mqtt_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"testing"
 	"time"
@@ -77,7 +78,7 @@ func TestServeSeveralListeners(t *testing.T) {
 }
 
 func TestServeAfterShutdown(t *testing.T) {
-	srv, err := mqtt.New(mqtt.Options{DataDir: t.TempDir()})
+	srv, err := mqtt.New(mqtt.Options{DataDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func (s *Server) Stats() Stats {
 		Connections:      conns,
 		Sessions:         bs.Sessions,
 		SessionsOnline:   bs.SessionsOnline,
-		InboundInFlight:  bs.InboundInFlight,
+		InboundInFlight:  bs.InboundAwaitingPubrel,
 		OutboundInFlight: bs.OutboundInFlight,
 		Queued:           bs.Queued,
 		Retained:         bs.Retained,

@@ -3,7 +3,6 @@ package session
 import (
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/oncemq/oncemq/inflight"
@@ -15,24 +14,47 @@ type Options struct {
 	MaxQueued int          // per-session queue bound; default 10000
 	Logger    *slog.Logger // default slog.Default()
 	Now       func() time.Time
+
+	// MayRead decides whether the session of clientID, whose client authenticated as username, may
+	// receive a message published on topic. nil allows everything. It is asked for every matching
+	// session when a message is routed and for every retained message sent on SUBSCRIBE; a message
+	// it refuses is not delivered to that session and is counted in Metrics.NotAuthorized.
+	//
+	// It is called with Broker.mu held: it must be quick, must not block, and must not call back
+	// into the Broker.
+	MayRead func(clientID, username, topic string) bool
+
+	// OnDrop is told of every message dropped on purpose for a session (see DropReason), as the
+	// drop is counted in Metrics. nil means no one is told.
+	//
+	// It is called with Broker.mu held: it must not block and must not call back into the Broker.
+	OnDrop func(clientID, topic string, why DropReason)
 }
 
-// Metrics counts what the broker dropped on purpose, so that no drop is silent.
-type Metrics struct {
-	QueueOverflow   atomic.Uint64 // messages not queued because a session's queue was full
-	Expired         atomic.Uint64 // messages dropped because their Message Expiry passed
-	TooLarge        atomic.Uint64 // deliveries dropped: larger than the client's Maximum Packet Size
-	SessionsExpired atomic.Uint64 // sessions removed by Session Expiry
-	CommitFailures  atomic.Uint64 // batches whose commit failed
+// Journal is what the session layer needs of the durable journal. *inflight.Journal implements it;
+// the session tests use a fake that commits when the test says so.
+type Journal interface {
+	// Submit hands a batch to the committer and returns at once; done runs after the batch is
+	// committed (nil) or cannot be (the error), after the done of every batch submitted before.
+	Submit(batch *inflight.Batch, done func(error))
+	// NextSeq returns a new message sequence, larger than every one before.
+	NextSeq() uint64
+	// Err is non-nil once a commit failed; the journal then refuses every later batch.
+	Err() error
 }
 
 // Broker is the session registry and router.
+//
+// Lock order: Broker.mu, then the journal's lock (Submit is called with Broker.mu held), then a
+// Conn's own lock (Send and Close are called with Broker.mu held). Nothing below Broker.mu calls
+// back into the Broker.
 type Broker struct {
-	journal *inflight.Journal
+	journal Journal
 	log     *slog.Logger
 	now     func() time.Time
 	opts    Options
 
+	// Metrics counts drops, refusals and failures. Its counters are atomic: read them at any time.
 	Metrics Metrics
 
 	mu       sync.Mutex // guards the following and every Session
@@ -42,8 +64,8 @@ type Broker struct {
 	closed   bool
 }
 
-// New builds the broker's working state from what the journal recovered.
-func New(j *inflight.Journal, rec *inflight.Recovered, opts Options) *Broker {
+// New builds the broker's working state from what the journal recovered (rec may be nil: nothing).
+func New(j Journal, rec *inflight.Recovered, opts Options) *Broker {
 	if opts.MaxQueued <= 0 {
 		opts.MaxQueued = 10000
 	}
@@ -79,32 +101,10 @@ func (b *Broker) Close() {
 	}
 }
 
-// Counts reports how many sessions and retained messages the broker holds.
-func (b *Broker) Counts() (sessions, retained int) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return len(b.sessions), len(b.retained)
-}
-
-// JournalErr is non-nil once the journal failed; QoS 1/2 work must then be refused.
-func (b *Broker) JournalErr() error { return b.journal.Err() }
-
+// stopTimer stops *t, if any, and clears it. Caller holds b.mu.
 func stopTimer(t **time.Timer) {
 	if *t != nil {
 		(*t).Stop()
 		*t = nil
 	}
-}
-
-// submit hands a batch to the journal; done runs after it is committed. Caller holds b.mu, which
-// keeps the journal order equal to the in-memory order.
-func (b *Broker) submit(batch *inflight.Batch, done func(err error)) {
-	b.journal.Submit(batch, func(err error) {
-		if err != nil {
-			b.Metrics.CommitFailures.Add(1)
-		}
-		if done != nil {
-			done(err)
-		}
-	})
 }

@@ -1,13 +1,17 @@
 package session
 
-import "github.com/mochi-mqtt/server/v2/packets"
+import (
+	"github.com/mochi-mqtt/server/v2/packets"
+
+	"github.com/oncemq/oncemq/session/reason"
+)
 
 // Conn is the session layer's view of a network connection. Package mqtt implements it.
 type Conn interface {
 	// Send queues a packet for the connection's writer and returns at once. It is called with
 	// Broker.mu held and from journal callbacks, so it must never block. A closed Conn drops it.
 	Send(pk packets.Packet)
-	// Close closes the connection; for 5.0 a reason >= 0x80 is sent as DISCONNECT first. It must
-	// not block and must not call back into the Broker synchronously.
-	Close(reason byte)
+	// Close closes the connection; for 5.0 a code of 0x80 or more is sent as DISCONNECT first. It
+	// must not block and must not call back into the Broker synchronously.
+	Close(code reason.Code)
 }

@@ -5,21 +5,15 @@ import (
 	"log/slog"
 
 	"github.com/mochi-mqtt/server/v2/packets"
+
 	"github.com/oncemq/oncemq/inflight"
 	"github.com/oncemq/oncemq/session/internal/failpoint"
+	"github.com/oncemq/oncemq/session/reason"
 )
 
 // ErrReceiveMaximumExceeded: the client has more QoS 1 and 2 PUBLISHes unacknowledged than the broker's
 // Receive Maximum; the connection must be closed with DISCONNECT 0x93.
 var ErrReceiveMaximumExceeded = errors.New("receive maximum exceeded")
-
-// Reason codes used here (MQTT 5.0 tables 3-4 to 3-7).
-const (
-	codeSuccess             = 0x00
-	codeNoMatchingSubscribe = 0x10
-	codeUnspecified         = 0x80
-	codePacketIDNotFound    = 0x92
-)
 
 // Publish handles a PUBLISH from the client of s on conn c. m is the message (owned by the
 // broker from now on; Seq is assigned here); id is its packet identifier (0 for QoS 0).
@@ -28,6 +22,7 @@ const (
 // one batch, then PUBREC is sent [MQTT-4.3.3-8]. QoS 2, id already awaiting PUBREL (DUP or not):
 // PUBREC again with the same reason code, after every earlier commit, and no routing
 // [MQTT-4.3.3-10]. QoS 1: fan-out committed, then PUBACK [MQTT-4.3.2-4]. QoS 0: routed.
+// Once the journal has failed, QoS 1 and 2 are refused (see Refuse) with 0x80.
 //
 // inboundQuota is how many QoS 2 ids may await PUBREL at once: the broker's Receive Maximum less
 // the QoS 1 PUBACKs the connection owes for earlier PUBLISHes. A new QoS 1 or QoS 2 PUBLISH
@@ -39,15 +34,8 @@ func (b *Broker) Publish(s *Session, c Conn, m *inflight.Message, id uint16, inb
 		return nil // taken over: this connection no longer owns the session
 	}
 	if m.QoS == 2 {
-		if reason, ok := s.inbound.Lookup(id); ok {
-			b.submit(nil, func(err error) {
-				if err != nil {
-					// The first PUBREC's state may never have reached the disk: promise nothing.
-					c.Close(codeUnspecified)
-					return
-				}
-				c.Send(ack(packets.Pubrec, id, reason))
-			})
+		if code, ok := s.inbound.Lookup(id); ok {
+			b.repeatPubrec(c, id, reason.Code(code))
 			return nil
 		}
 	}
@@ -56,40 +44,47 @@ func (b *Broker) Publish(s *Session, c Conn, m *inflight.Message, id uint16, inb
 	}
 	if m.QoS > 0 && b.journal.Err() != nil {
 		// The store failed: refuse rather than acknowledge what cannot be kept.
-		b.refuse(s, c, m.QoS, id)
+		b.refuse(s, c, m.QoS, id, reason.UnspecifiedError)
 		return nil
 	}
+	b.accept(s, c, m, id)
+	return nil
+}
+
+// accept routes m, updates the retained message and, for QoS 2, records id as awaiting PUBREL, all
+// in one batch; PUBACK or PUBREC and the deliveries go out once it is committed. Caller holds b.mu.
+func (b *Broker) accept(s *Session, c Conn, m *inflight.Message, id uint16) {
 	m.Seq = b.journal.NextSeq()
 	batch := &inflight.Batch{}
 	var out outbox
 	matched := b.route(batch, m, s.ClientID, &out)
 	b.retain(batch, m)
-	reason := byte(codeSuccess)
-	if matched == 0 && s.ProtocolVersion == 5 {
-		reason = codeNoMatchingSubscribe
+	code := reason.Success
+	if matched == 0 && s.protocolVersion == 5 {
+		code = reason.NoMatchingSubscribers
 	}
 	var reply packets.Packet
 	switch m.QoS {
 	case 1:
-		reply = ack(packets.Puback, id, reason)
+		reply = ack(packets.Puback, id, code)
 	case 2:
-		s.inbound.Add(id, reason)
+		s.inbound.Add(id, byte(code))
 		if s.durable() {
-			batch.PutInbound(s.ClientID, id, reason)
+			batch.PutInbound(s.ClientID, id, byte(code))
 		}
-		reply = ack(packets.Pubrec, id, reason)
+		reply = ack(packets.Pubrec, id, code)
 	}
 	if m.QoS == 0 && batch.Len() == 0 {
 		// Nothing to commit (no retained change): a QoS 0 message promises nothing, so it goes
 		// out now instead of behind the commits under way. It may overtake a QoS 1/2 message of
 		// the same publisher still committing; ordering is only promised per QoS [MQTT-4.6.0-5].
 		out.flush()
-		return nil
+		return
 	}
 	b.submit(batch, func(err error) {
 		if err != nil {
 			b.log.Error("commit failed: publish not acknowledged", slog.String("client", s.ClientID), slog.Any("err", err))
-			c.Close(codeUnspecified)
+			c.Close(reason.UnspecifiedError)
 			return
 		}
 		if m.QoS > 0 {
@@ -98,48 +93,18 @@ func (b *Broker) Publish(s *Session, c Conn, m *inflight.Message, id uint16, inb
 		}
 		out.flush()
 	})
-	return nil
 }
 
-// refuse answers a QoS 1/2 PUBLISH that cannot be stored: 5.0 gets PUBACK/PUBREC 0x80, 3.1.1 has no
-// way to say no, so its connection is closed. Caller holds b.mu.
-func (b *Broker) refuse(s *Session, c Conn, qos byte, id uint16) {
-	if s.ProtocolVersion != 5 {
-		c.Close(codeUnspecified)
-		return
-	}
-	typ := byte(packets.Puback)
-	if qos == 2 {
-		typ = packets.Pubrec
-	}
-	b.submit(nil, func(error) { c.Send(ack(typ, id, codeUnspecified)) })
-}
-
-// Pubrel handles a PUBREL from the client: the inbound id is freed and committed, then PUBCOMP is
-// sent [MQTT-4.3.3-11]. An unknown id is answered with PUBCOMP 0x92 in 5.0 and the connection stays
-// open; it is normal after a resend.
-func (b *Broker) Pubrel(s *Session, c Conn, id uint16) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if s.conn != c {
-		return
-	}
-	reason := byte(codeSuccess)
-	batch := &inflight.Batch{}
-	if s.inbound.Remove(id) {
-		if s.durable() {
-			batch.DeleteInbound(s.ClientID, id)
-		}
-	} else if s.ProtocolVersion == 5 {
-		reason = codePacketIDNotFound
-	}
-	b.submit(batch, func(err error) {
+// repeatPubrec answers a QoS 2 PUBLISH whose id already awaits PUBREL: PUBREC with the code the
+// first one had, and nothing routed [MQTT-4.3.3-10]. It waits for every earlier commit, since the
+// first PUBREC's state may still be on its way to the disk. Caller holds b.mu.
+func (b *Broker) repeatPubrec(c Conn, id uint16, code reason.Code) {
+	b.submit(nil, func(err error) {
 		if err != nil {
-			c.Close(codeUnspecified)
+			// The first PUBREC's state may never have reached the disk: promise nothing.
+			c.Close(reason.UnspecifiedError)
 			return
 		}
-		pubcomp := ack(packets.Pubcomp, id, reason)
-		failpoint.BeforeSend(&pubcomp)
-		c.Send(pubcomp)
+		c.Send(ack(packets.Pubrec, id, code))
 	})
 }

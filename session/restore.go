@@ -7,7 +7,7 @@ import (
 )
 
 // restore rebuilds the working state from what the journal recovered at start-up. Every session
-// starts offline; its expiry and its pending will count from when it was disconnected.
+// starts offline; its expiry and its pending will count from when it was disconnected. Takes b.mu.
 func (b *Broker) restore(rec *inflight.Recovered) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -21,8 +21,8 @@ func (b *Broker) restore(rec *inflight.Recovered) {
 		r := rs.Record
 		s := &Session{
 			ClientID:        r.ClientID,
-			ProtocolVersion: r.ProtocolVersion,
-			ExpiryInterval:  r.ExpiryInterval,
+			protocolVersion: r.ProtocolVersion,
+			expiryInterval:  r.ExpiryInterval,
 			disconnectedAt:  r.DisconnectedAt,
 			will:            r.Will,
 			subs:            make(map[string]inflight.SubscriptionRecord, len(rs.Subscriptions)),

@@ -22,9 +22,9 @@ func (b *Broker) retain(batch *inflight.Batch, m *inflight.Message) {
 	batch.PutRetained(m)
 }
 
-// deliverRetained sends s the retained messages matching filter, with the retain flag set
-// [MQTT-3.3.1-9], at min(message QoS, granted QoS). Expired ones are dropped [MQTT-3.3.2-5].
-// Caller holds b.mu.
+// deliverRetained sends s the retained messages matching filter that it may read
+// (Options.MayRead), with the retain flag set [MQTT-3.3.1-9], at min(message QoS, granted QoS).
+// Expired ones are deleted [MQTT-3.3.2-5]. Caller holds b.mu.
 func (b *Broker) deliverRetained(batch *inflight.Batch, s *Session, sub inflight.SubscriptionRecord, out *outbox) {
 	var subIDs []int
 	if sub.Identifier > 0 {
@@ -38,6 +38,9 @@ func (b *Broker) deliverRetained(batch *inflight.Batch, s *Session, sub inflight
 		if m.Expired(now) {
 			delete(b.retained, name)
 			batch.DeleteRetained(name)
+			continue
+		}
+		if !b.mayRead(s, name) {
 			continue
 		}
 		b.deliver(batch, s, m, min(m.QoS, sub.QoS), subIDs, true, out)

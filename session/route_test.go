@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/mochi-mqtt/server/v2/packets"
+
 	"github.com/oncemq/oncemq/inflight"
+	"github.com/oncemq/oncemq/session/reason"
 )
 
 // fakeConn records what the broker sends it.
@@ -30,7 +32,7 @@ func (c *fakeConn) Send(pk packets.Packet) {
 	c.got <- struct{}{}
 }
 
-func (c *fakeConn) Close(byte) {
+func (c *fakeConn) Close(reason.Code) {
 	c.mu.Lock()
 	c.closed = true
 	c.mu.Unlock()
@@ -126,7 +128,7 @@ func TestNoLocal_MQTT_3_8_3_3(t *testing.T) {
 	if err := b.Publish(s, c, &inflight.Message{Topic: "t", Payload: []byte("x"), QoS: 1}, 1, 100); err != nil {
 		t.Fatal(err)
 	}
-	if ack := c.next(t, packets.Puback); ack.ReasonCode != codeNoMatchingSubscribe {
+	if ack := c.next(t, packets.Puback); reason.Code(ack.ReasonCode) != reason.NoMatchingSubscribers {
 		t.Fatalf("PUBACK 0x%02X, want 0x10 (no matching subscribers)", ack.ReasonCode)
 	}
 	c.nothing(t)
@@ -163,7 +165,7 @@ func TestTakenOverConnectionCannotChangeSession(t *testing.T) {
 	}
 }
 
-// DESIGN §1: a session's queue is bounded; what does not fit is dropped, counted and logged, and
+// A session's queue is bounded: what does not fit is dropped, counted and logged, and
 // what fits is delivered in order when the session resumes [MQTT-4.6.0-6].
 func TestQueueBoundedAndCounted(t *testing.T) {
 	b := newTestBroker(t)

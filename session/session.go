@@ -9,11 +9,17 @@ import (
 // NeverExpire is the Session Expiry Interval meaning "never" (0xFFFFFFFF).
 const NeverExpire = 0xFFFFFFFF
 
-// Session is the state the broker keeps for one client id. Every field is guarded by Broker.mu.
+// Session is the state the broker keeps for one client id. Every field is guarded by Broker.mu,
+// except ClientID, which never changes.
 type Session struct {
-	ClientID        string
-	ProtocolVersion byte   // 4 or 5, of the latest connection
-	ExpiryInterval  uint32 // seconds; 0 ends the session with its connection
+	ClientID string
+	// Username is the identity the latest connection authenticated as, set at every CONNECT and
+	// given to Options.MayRead. It is kept in memory only, not in the journal (yet): after a
+	// restart a session has no username until its client connects again.
+	Username string
+
+	protocolVersion byte   // 4 or 5, of the latest connection
+	expiryInterval  uint32 // seconds; 0 ends the session with its connection
 
 	conn           Conn  // nil while no connection holds the session
 	disconnectedAt int64 // unix nanoseconds, while conn is nil
@@ -46,24 +52,32 @@ type queued struct {
 }
 
 // durable reports whether the session outlives its connection and so is kept in the journal.
-func (s *Session) durable() bool { return s.ExpiryInterval > 0 }
+// Caller holds Broker.mu.
+func (s *Session) durable() bool { return s.expiryInterval > 0 }
 
 // connected reports whether a connection holds the session. Caller holds Broker.mu.
 func (s *Session) connected() bool { return s.conn != nil }
 
-// record is the session's durable record.
+// record is the session's durable record. Caller holds Broker.mu.
 func (s *Session) record() inflight.SessionRecord {
 	return inflight.SessionRecord{
 		ClientID:        s.ClientID,
-		ProtocolVersion: s.ProtocolVersion,
-		ExpiryInterval:  s.ExpiryInterval,
+		ProtocolVersion: s.protocolVersion,
+		ExpiryInterval:  s.expiryInterval,
 		DisconnectedAt:  s.disconnectedAt,
 		Will:            s.will,
 	}
 }
 
-// nextOrder hands out the next delivery order.
+// nextOrder hands out the next delivery order. Caller holds Broker.mu.
 func (s *Session) nextOrder() uint64 {
 	s.order++
 	return s.order
+}
+
+// release drops the session's durable reference to m. Caller holds Broker.mu.
+func (s *Session) release(batch *inflight.Batch, m *inflight.Message) {
+	if m != nil && s.durable() && m.Unref() {
+		batch.DeleteMessage(m.Seq)
+	}
 }

@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"image/png"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,8 +21,7 @@ import (
 // startOncemq runs an in-process broker on a free port and a fresh data directory.
 func startOncemq(tb testing.TB, noSync bool) string {
 	tb.Helper()
-	srv, err := mqtt.New(mqtt.Config{
-		Listen:  "127.0.0.1:0",
+	srv, err := mqtt.New(mqtt.Options{
 		DataDir: tb.TempDir(),
 		NoSync:  noSync,
 		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -28,19 +29,23 @@ func startOncemq(tb testing.TB, noSync bool) string {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve() }()
+	go func() { served <- srv.Serve(ln) }()
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := srv.Shutdown(ctx); err != nil {
 			tb.Errorf("shutdown: %v", err)
 		}
-		if err := <-served; err != nil {
+		if err := <-served; !errors.Is(err, mqtt.ErrServerClosed) {
 			tb.Errorf("serve: %v", err)
 		}
 	})
-	return srv.Addr().String()
+	return ln.Addr().String()
 }
 
 func TestEndToEndQoS2(t *testing.T) {

@@ -28,7 +28,7 @@ func (r *recordingTB) Errorf(format string, args ...any) {
 func writeStore(t *testing.T, dir string, fill func(j *inflight.Journal, b *inflight.Batch)) {
 	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	j, _, err := inflight.Open(filepath.Join(dir, mqtt.DBFile), &inflight.Options{NoSync: true, Logger: quiet})
+	j, _, err := inflight.Open(filepath.Join(dir, mqtt.DataFile), &inflight.Options{NoSync: true, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,8 +95,8 @@ func TestCheckStore(t *testing.T) {
 	t.Run("missing file", func(t *testing.T) {
 		rec := &recordingTB{TB: t}
 		checkStore(rec, t.TempDir())
-		if len(rec.errors) != 1 || !strings.Contains(rec.errors[0], mqtt.DBFile) {
-			t.Fatalf("got %q, want one error naming %s", rec.errors, mqtt.DBFile)
+		if len(rec.errors) != 1 || !strings.Contains(rec.errors[0], mqtt.DataFile) {
+			t.Fatalf("got %q, want one error naming %s", rec.errors, mqtt.DataFile)
 		}
 	})
 }

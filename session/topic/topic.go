@@ -12,20 +12,20 @@ import (
 	"unicode/utf8"
 )
 
-// MaxLen is the longest topic name or filter in bytes: every MQTT string is
-// prefixed by a two-byte length. [MQTT-1.5.4]
-const MaxLen = 65535
+// maxLen is the longest topic name or filter in bytes: every MQTT string is
+// prefixed by a two-byte length. (§1.5.4)
+const maxLen = 65535
 
-// SharePrefix starts a shared subscription filter ($share/{ShareName}/{filter}).
+// sharePrefix starts a shared subscription filter ($share/{ShareName}/{filter}).
 // It is an MQTT 5.0 feature; in 3.1.1 such filters are ordinary filters.
-const SharePrefix = "$share/"
+const sharePrefix = "$share/"
 
 // validString checks the rules every MQTT UTF-8 string must obey: well-formed
 // UTF-8 [MQTT-1.5.4-1] (which also excludes the surrogates U+D800..U+DFFF),
 // no U+0000 [MQTT-1.5.4-2], and a length that fits the two-byte prefix. A
 // topic name or filter must also be at least one character [MQTT-4.7.3-1].
 func validString(s string) bool {
-	if len(s) == 0 || len(s) > MaxLen {
+	if len(s) == 0 || len(s) > maxLen {
 		return false
 	}
 	return strings.IndexByte(s, 0) < 0 && utf8.ValidString(s)
@@ -64,7 +64,7 @@ func ValidFilter(s string) bool {
 		return false
 	}
 	if IsShared(s) {
-		rest := s[len(SharePrefix):]
+		rest := s[len(sharePrefix):]
 		i := strings.IndexByte(rest, '/')
 		if i <= 0 { // empty share name, or no filter after it
 			return false
@@ -116,7 +116,7 @@ func validFilterLevels(s string) bool {
 // the group. Neither Match nor Index does that stripping, so callers use
 // IsShared to decide which path a subscription takes.
 func IsShared(s string) bool {
-	return strings.HasPrefix(s, SharePrefix)
+	return strings.HasPrefix(s, sharePrefix)
 }
 
 // Match reports whether topic name matches filter. Both are assumed valid

@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"github.com/mochi-mqtt/server/v2/packets"
+
+	"github.com/oncemq/oncemq/session/reason"
 )
 
 // Enabled reports whether this binary was built with crash points.
@@ -79,11 +81,11 @@ func BeforeSend(pk *packets.Packet) {
 func pointOf(pk *packets.Packet) string {
 	switch pk.FixedHeader.Type {
 	case packets.Pubrec:
-		if pk.ReasonCode < 0x80 {
+		if !reason.Code(pk.ReasonCode).IsFailure() {
 			return BeforePubrec
 		}
 	case packets.Puback:
-		if pk.ReasonCode < 0x80 {
+		if !reason.Code(pk.ReasonCode).IsFailure() {
 			return BeforePuback
 		}
 	case packets.Pubcomp:

@@ -1,0 +1,45 @@
+package session
+
+import (
+	"github.com/oncemq/oncemq/inflight"
+)
+
+// fill uses the connection's free send quota: first the entries still to be resent on this
+// connection, in their original order, then the queue [MQTT-4.4.0-1] [MQTT-3.3.4-9]. Expired queued
+// messages are dropped without using an id or a slot. Caller holds b.mu.
+func (b *Broker) fill(batch *inflight.Batch, s *Session, out *outbox) {
+	if !s.connected() {
+		return
+	}
+	now := b.now().UnixNano()
+	if len(s.unsent) > 0 {
+		for _, e := range s.outbound.InOrder() {
+			if s.sent >= s.receiveMax {
+				return
+			}
+			if !s.unsent[e.PacketID] {
+				continue
+			}
+			delete(s.unsent, e.PacketID)
+			s.sent++
+			out.add(s.conn, publishPacket(e.Msg, e.PacketID, e.QoS, true, e.Retain, e.SubIDs, now)) // [MQTT-3.3.1-1]
+		}
+	}
+	for len(s.queue) > 0 && s.sent < s.receiveMax {
+		q := s.queue[0]
+		s.queue[0] = nil
+		s.queue = s.queue[1:]
+		if s.durable() {
+			batch.DeleteQueued(s.ClientID, q.order)
+		}
+		if q.msg.Expired(now) { // [MQTT-3.3.2-5]
+			b.dropped(s.ClientID, q.msg.Topic, Expired)
+			s.release(batch, q.msg)
+			continue
+		}
+		// The queue's reference moves to the outbound entry: send takes a new one before the
+		// queue's is released, so the message is never deleted in between.
+		b.send(batch, s, q, now, out)
+		s.release(batch, q.msg)
+	}
+}

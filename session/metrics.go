@@ -1,0 +1,38 @@
+package session
+
+import "sync/atomic"
+
+// Metrics counts what the broker dropped or refused on purpose, so that no drop is silent.
+type Metrics struct {
+	QueueOverflow   atomic.Uint64 // messages not queued because a session's queue was full
+	Expired         atomic.Uint64 // messages dropped because their Message Expiry passed
+	TooLarge        atomic.Uint64 // deliveries dropped: larger than the client's Maximum Packet Size
+	NotAuthorized   atomic.Uint64 // deliveries Options.MayRead refused
+	SessionsExpired atomic.Uint64 // sessions removed by Session Expiry
+	CommitFailures  atomic.Uint64 // batches whose commit failed
+}
+
+// DropReason says why a message was not delivered to a session it was meant for.
+type DropReason string
+
+// The reasons for a drop, each counted in Metrics and told to Options.OnDrop.
+const (
+	QueueFull DropReason = "queue-full" // the session's queue held Options.MaxQueued messages
+	Expired   DropReason = "expired"    // the Message Expiry Interval passed before delivery
+	TooLarge  DropReason = "too-large"  // larger than the client's Maximum Packet Size
+)
+
+// dropped counts a message not delivered to clientID and tells Options.OnDrop. Caller holds b.mu.
+func (b *Broker) dropped(clientID, topic string, why DropReason) {
+	switch why {
+	case QueueFull:
+		b.Metrics.QueueOverflow.Add(1)
+	case Expired:
+		b.Metrics.Expired.Add(1)
+	case TooLarge:
+		b.Metrics.TooLarge.Add(1)
+	}
+	if b.opts.OnDrop != nil {
+		b.opts.OnDrop(clientID, topic, why)
+	}
+}

@@ -1,0 +1,37 @@
+package session
+
+import (
+	"github.com/mochi-mqtt/server/v2/packets"
+
+	"github.com/oncemq/oncemq/inflight"
+	"github.com/oncemq/oncemq/session/reason"
+)
+
+// resume sets up s's new connection (its Receive Maximum and Maximum Packet Size) and queues what
+// a resumed session is owed, in this order [MQTT-4.4.0-1]: every unacknowledged PUBLISH again with
+// DUP=1 and its own id [MQTT-3.3.1-1] and every PUBREL again, in their original order, the
+// PUBLISHes within the client's Receive Maximum; then the queue (fill). Nothing of it needs a commit
+// of its own: the ids and states are already durable. Caller holds b.mu.
+func (b *Broker) resume(batch *inflight.Batch, s *Session, req ConnectRequest, out *outbox) {
+	s.receiveMax = int(req.ReceiveMax)
+	if s.receiveMax == 0 {
+		s.receiveMax = 65535
+	}
+	s.maxPacketSize = req.MaxPacketSize
+	s.sent = 0
+	s.unsent = make(map[uint16]bool)
+	now := b.now().UnixNano()
+	for _, e := range s.outbound.InOrder() {
+		switch {
+		case e.State == inflight.PubrelSent: // PUBREL is never held back by the quota [MQTT-4.9.0-3]
+			s.sent++
+			out.add(s.conn, ack(packets.Pubrel, e.PacketID, reason.Success))
+		case s.sent < s.receiveMax: // [MQTT-3.3.1-1] DUP=1, same id
+			s.sent++
+			out.add(s.conn, publishPacket(e.Msg, e.PacketID, e.QoS, true, e.Retain, e.SubIDs, now))
+		default:
+			s.unsent[e.PacketID] = true
+		}
+	}
+	b.fill(batch, s, out)
+}

@@ -1,0 +1,47 @@
+package session
+
+// Stats is a snapshot of what the broker holds and what it counted since start.
+type Stats struct {
+	Sessions              int // sessions held, connected or not
+	SessionsOnline        int // sessions a connection holds
+	InboundAwaitingPubrel int // QoS 2 ids received and answered with PUBREC, awaiting PUBREL
+	OutboundInFlight      int // QoS 1/2 deliveries awaiting PUBACK, PUBREC or PUBCOMP
+	Queued                int // messages waiting in session queues
+	Subscriptions         int // subscriptions, one per session and filter
+	Retained              int // retained messages
+
+	// The counters of Metrics.
+	QueueOverflow   uint64
+	Expired         uint64
+	TooLarge        uint64
+	NotAuthorized   uint64
+	SessionsExpired uint64
+	CommitFailures  uint64
+}
+
+// Stats counts, under the lock, what the broker holds. It visits every session: call it for a
+// metrics scrape, not per message.
+func (b *Broker) Stats() Stats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st := Stats{
+		Sessions:        len(b.sessions),
+		Subscriptions:   b.subs.Len(),
+		Retained:        len(b.retained),
+		QueueOverflow:   b.Metrics.QueueOverflow.Load(),
+		Expired:         b.Metrics.Expired.Load(),
+		TooLarge:        b.Metrics.TooLarge.Load(),
+		NotAuthorized:   b.Metrics.NotAuthorized.Load(),
+		SessionsExpired: b.Metrics.SessionsExpired.Load(),
+		CommitFailures:  b.Metrics.CommitFailures.Load(),
+	}
+	for _, s := range b.sessions {
+		if s.connected() {
+			st.SessionsOnline++
+		}
+		st.InboundAwaitingPubrel += s.inbound.Len()
+		st.OutboundInFlight += s.outbound.Len()
+		st.Queued += len(s.queue)
+	}
+	return st
+}
