@@ -107,7 +107,6 @@ func (s *Server) Serve() error {
 	stop := make(chan struct{})
 	defer background.Wait()
 	defer close(stop)
-	background.Go(func() { trimLoop(stop) })
 	background.Go(func() { reportLoop(s.log, &s.broker.Metrics, stop) })
 	var backoff time.Duration
 	for {

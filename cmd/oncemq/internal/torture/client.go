@@ -1,4 +1,4 @@
-package main
+package torture
 
 import (
 	"cmp"
@@ -111,7 +111,7 @@ type publisher struct {
 	refused     map[msgKey]byte
 	acked       []bool // [seq]: a successful PUBREC was received
 
-	res publisherResult // read once run has returned
+	res PublisherResult // read once run has returned
 }
 
 func newPublisher(env *clientEnv, index, n, window, payloadSize int, seed uint64) *publisher {
@@ -126,7 +126,7 @@ func newPublisher(env *clientEnv, index, n, window, payloadSize int, seed uint64
 		inflight:    make(map[uint16]*outMsg),
 		refused:     make(map[msgKey]byte),
 		acked:       make([]bool, n),
-		res: publisherResult{
+		res: PublisherResult{
 			Name:     fmt.Sprintf("pub%d", index+1),
 			ClientID: fmt.Sprintf("torture-pub-%d", index+1),
 			Messages: n,
@@ -354,7 +354,7 @@ type subscriber struct {
 	awaiting    map[uint16]msgKey // ids received, PUBREC sent, PUBREL not yet received
 	tally       *tally
 	lastPublish time.Time
-	res         subscriberResult
+	res         SubscriberResult
 }
 
 func newSubscriber(env *clientEnv, name, clientID string, takeoverEvery time.Duration, receiveMax, pubs, perPub int, seed uint64, index int) *subscriber {
@@ -366,7 +366,7 @@ func newSubscriber(env *clientEnv, name, clientID string, takeoverEvery time.Dur
 		ready:         make(chan struct{}),
 		awaiting:      make(map[uint16]msgKey),
 		tally:         newTally(pubs, perPub),
-		res:           subscriberResult{Name: name, ClientID: clientID, Takeover: takeoverEvery > 0},
+		res:           SubscriberResult{Name: name, ClientID: clientID, Takeover: takeoverEvery > 0},
 	}
 }
 
@@ -633,7 +633,7 @@ func (s *subscriber) state(exp *expectation) subscriberState {
 }
 
 // result is the subscriber's report line.
-func (s *subscriber) result(exp *expectation) subscriberResult {
+func (s *subscriber) result(exp *expectation) SubscriberResult {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.tally.result(exp)
