@@ -28,6 +28,9 @@ const (
 	crashSubID       = "crash-sub"
 	crashPubID       = "crash-pub"
 	sessionExpiry    = 3600
+	// receiveUntilSentinel gives up after this many packets, or this long.
+	maxBeforeSentinel = 100000
+	sentinelTimeout   = 2 * time.Minute
 )
 
 // rawClient is a raw MQTT 5.0 client for exact protocol scripts, on the mqttclient transport: the
@@ -222,7 +225,11 @@ func (c *rawClient) receiveUntilSentinel() []packets.Packet {
 	c.t.Helper()
 	var got []packets.Packet
 	var sentinelID uint16
-	for {
+	deadline := time.Now().Add(sentinelTimeout)
+	for n := 0; ; n++ {
+		if n > maxBeforeSentinel || time.Now().After(deadline) {
+			c.t.Fatalf("%s: no sentinel within %d packets or %v", c.name, maxBeforeSentinel, sentinelTimeout)
+		}
 		pk := c.next("the sentinel message")
 		switch pk.FixedHeader.Type {
 		case packets.Publish:
