@@ -59,7 +59,11 @@ func StartBroker(t testing.TB, bin, dataDir string, env []string, args ...string
 	})
 	m, err := b.out.WaitMatch(startedLine, StartTimeout, proc.Done())
 	if err != nil {
-		t.Fatalf("oncemq did not start (%v; %v):\n%s", err, proc.Exit(), b.Log())
+		state := "still running"
+		if !proc.Running() {
+			state = proc.Exit().String()
+		}
+		t.Fatalf("oncemq did not start (%v; %s):\n%s", err, state, b.Log())
 	}
 	b.Addr = m[1]
 	b.Host, b.Port, _ = strings.Cut(b.Addr, ":")
