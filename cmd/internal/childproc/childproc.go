@@ -203,7 +203,7 @@ func (p *Proc) Stop(timeout time.Duration) (Exit, error) {
 	if err := p.Signal(syscall.SIGTERM); err != nil {
 		return Exit{}, err
 	}
-	_ = p.Signal(syscall.SIGCONT) // a stopped process cannot act on SIGTERM
+	_ = p.Signal(sigCont) // a stopped process cannot act on SIGTERM
 	if e, err := p.Wait(timeout); err == nil {
 		return e, nil
 	}
