@@ -15,10 +15,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oncemq/oncemq/cmd/internal/oncemqtest"
 	"github.com/oncemq/oncemq/mqtt"
 )
 
-// startOncemq runs an in-process broker on a free port and a fresh data directory.
+// startOncemqBinary runs the oncemq binary on a free port and a fresh data directory, as compare
+// runs its peers.
+func startOncemqBinary(t *testing.T, args ...string) *oncemqtest.Broker {
+	t.Helper()
+	return oncemqtest.StartBroker(t, oncemqtest.Build(t), t.TempDir(), nil, args...)
+}
+
+// startOncemq runs an in-process broker on a free port and a fresh data directory, for the
+// benchmarks: a CPU profile of the test process then shows the broker.
 func startOncemq(tb testing.TB, noSync bool) string {
 	tb.Helper()
 	srv, err := mqtt.New(mqtt.Options{
@@ -49,7 +58,7 @@ func startOncemq(tb testing.TB, noSync bool) string {
 }
 
 func TestEndToEndQoS2(t *testing.T) {
-	addr := startOncemq(t, false)
+	addr := startOncemqBinary(t).Addr
 	load := defaultLoad
 	load.Count, load.Drain, load.Settle = 200, 20*time.Second, 100*time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
@@ -73,11 +82,11 @@ func TestEndToEndQoS2(t *testing.T) {
 }
 
 func TestEndToEndConns(t *testing.T) {
-	addr := startOncemq(t, true)
+	b := startOncemqBinary(t, "--sync", "none")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	// 20 per source address: 50 connections from 127.0.0.1, .2 and .3.
-	res, err := runConns(ctx, connsConfig{Addr: addr, N: 50, SessionExpiry: 3600, PID: os.Getpid(), PerSource: 20})
+	res, err := runConns(ctx, connsConfig{Addr: b.Addr, N: 50, SessionExpiry: 3600, PID: b.Proc().Pid(), PerSource: 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +133,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("ONCEMQ_BENCH_AS_MAIN") == "1" {
 		main()
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	oncemqtest.RemoveBuilds()
+	os.Exit(code)
 }
 
 // BenchmarkQoS2OneToOne runs qos2-1to1 (20,000 messages) against an in-process oncemq, with the

@@ -13,8 +13,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/oncemq/oncemq/cmd/internal/childproc"
 )
 
 // errMissing marks a broker that is not installed (or could not be built): compare reports it as
@@ -36,9 +37,7 @@ type peer struct {
 	addr    string
 	dir     string
 	logPath string
-	cmd     *exec.Cmd
-	exited  chan struct{} // closed when the process has exited
-	waitErr error
+	proc    *childproc.Proc
 }
 
 // startPeer starts the named broker and waits until it accepts connections.
@@ -52,7 +51,7 @@ func startPeer(ctx context.Context, env *peerEnv, name string) (*peer, error) {
 		return nil, err
 	}
 	p := &peer{name: name, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir: dir,
-		logPath: filepath.Join(dir, "broker.log"), exited: make(chan struct{})}
+		logPath: filepath.Join(dir, "broker.log")}
 
 	var bin string
 	var args []string
@@ -82,24 +81,12 @@ func startPeer(ctx context.Context, env *peerEnv, name string) (*peer, error) {
 		return nil, fmt.Errorf("unknown broker %q", name)
 	}
 
-	logFile, err := os.Create(p.logPath)
+	// childproc gives it its own process group, so that ^C reaches the bench, which stops the
+	// broker in order, and has it killed if the bench dies.
+	p.proc, err = childproc.Start(childproc.Spec{Path: bin, Args: args, Dir: dir, LogPath: p.logPath})
 	if err != nil {
-		return nil, err
-	}
-	defer logFile.Close() // the child has its own copy
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Dir = dir
-	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
-	// Its own process group, so that ^C reaches the bench, which stops the broker in order; and
-	// killed if the bench dies.
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	go func() {
-		p.waitErr = p.cmd.Wait()
-		close(p.exited)
-	}()
 	if err := p.waitReady(ctx, 20*time.Second); err != nil {
 		p.stop()
 		return nil, err
@@ -134,43 +121,23 @@ func findMosquitto(path string) (string, error) {
 
 // waitReady polls the broker's port until it accepts a connection.
 func (p *peer) waitReady(ctx context.Context, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		c, err := net.DialTimeout("tcp", p.addr, time.Second)
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		select {
-		case <-p.exited:
-			return fmt.Errorf("%s exited at start-up (%v); log: %s", p.name, p.waitErr, p.logTail())
-		case <-ctx.Done():
+	if err := p.proc.WaitAccepting(ctx, p.addr, timeout); err != nil {
+		if ctx.Err() != nil {
 			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s did not accept connections on %s within %v; log: %s", p.name, p.addr, timeout, p.logTail())
-		}
+		return fmt.Errorf("%s did not start: %w; log: %s", p.name, err, p.logTail())
 	}
+	return nil
 }
 
 // pid is the broker's process id, for reading its memory.
-func (p *peer) pid() int { return p.cmd.Process.Pid }
+func (p *peer) pid() int { return p.proc.Pid() }
 
-// stop sends SIGTERM, waits up to 10 s, then kills. It returns what the broker logged if it
-// exited abnormally or had to be killed.
+// stop sends SIGTERM, waits up to 10 s, then kills. It returns what the broker logged if it had
+// to be killed.
 func (p *peer) stop() error {
-	select {
-	case <-p.exited:
-	default:
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.exited:
-		case <-time.After(10 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.exited
-			return fmt.Errorf("%s did not stop within 10s of SIGTERM and was killed; log: %s", p.name, p.logTail())
-		}
+	if _, err := p.proc.Stop(10 * time.Second); err != nil {
+		return fmt.Errorf("%s: %w; log: %s", p.name, err, p.logTail())
 	}
 	return nil
 }

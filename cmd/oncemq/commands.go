@@ -2,112 +2,94 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"os"
 	"runtime"
 	"slices"
 	"strings"
+
+	"github.com/oncemq/oncemq/cmd/oncemq/internal/cli"
 )
 
-// command is one subcommand of oncemq. A subcommand lives in its own file and registers itself:
-//
-//	func init() { register(command{name: "bench", summary: "measure throughput", run: runBench}) }
-//
-// run gets the arguments after the subcommand's name and returns the process exit code:
-// 0 success, 1 failure at run time, 2 bad usage. It must answer -h/--help with its usage and 0.
-type command struct {
-	name    string
-	summary string // one line, shown by `oncemq help`
-	run     func(args []string) int
-}
-
-// defaultCommand runs when the first argument is a flag or there are no arguments.
-const defaultCommand = "serve"
-
-var commands = map[string]command{}
-
-// Where the commands write; tests replace them.
-var (
-	stdout io.Writer = os.Stdout
-	stderr io.Writer = os.Stderr
+// The built-in commands, which need the table of commands itself or the binary's version.
+const (
+	helpSummary    = "list the commands, or show one's flags: oncemq help COMMAND"
+	versionSummary = "print the version"
 )
-
-func register(c command) {
-	if _, dup := commands[c.name]; dup {
-		panic("oncemq: command registered twice: " + c.name)
-	}
-	commands[c.name] = c
-}
-
-func init() {
-	register(command{name: "help", summary: "list the commands, or show one's flags: oncemq help COMMAND", run: runHelp})
-	register(command{name: "version", summary: "print the version", run: runVersion})
-}
 
 // run dispatches os.Args[1:] to a subcommand and returns the exit code.
-func run(args []string) int {
+func run(args []string, env cli.Env) int {
 	name := defaultCommand
 	if len(args) > 0 {
 		switch a := args[0]; {
-		case a == "-h" || a == "-help" || a == "--help":
-			return runHelp(args[1:])
+		case cli.IsHelp(a):
+			return runHelp(args[1:], env)
 		case a == "-version" || a == "--version":
-			return runVersion(args[1:])
+			return runVersion(args[1:], env)
 		case !strings.HasPrefix(a, "-"):
 			name, args = a, args[1:]
 		}
 	}
-	cmd, ok := commands[name]
-	if !ok {
-		return usageError("oncemq", fmt.Sprintf("unknown command %q", name), "oncemq help")
+	switch name {
+	case "help":
+		return runHelp(args, env)
+	case "version":
+		return runVersion(args, env)
 	}
-	return cmd.run(args)
+	cmd, ok := lookup(name)
+	if !ok {
+		return cli.UsageError(env.Stderr, "oncemq", fmt.Sprintf("unknown command %q", name), "oncemq help")
+	}
+	return cmd.run(args, env)
 }
 
-// usageError prints a one-line error and a hint to stderr and returns the bad-usage exit code 2.
-func usageError(prefix, msg, helpCmd string) int {
-	fmt.Fprintf(stderr, "%s: %s\nRun '%s' for usage.\n", prefix, msg, helpCmd)
-	return 2
+func lookup(name string) (command, bool) {
+	i := slices.IndexFunc(commands, func(c command) bool { return c.name == name })
+	if i < 0 {
+		return command{}, false
+	}
+	return commands[i], true
 }
 
-func runHelp(args []string) int {
+// runHelp lists the commands, or shows one command's usage.
+func runHelp(args []string, env cli.Env) int {
 	switch {
 	case len(args) > 1:
-		return usageError("oncemq help", fmt.Sprintf("unexpected argument %q", args[1]), "oncemq help")
-	case len(args) == 1 && args[0] != "-h" && args[0] != "--help" && args[0] != "-help":
-		cmd, ok := commands[args[0]]
+		return cli.UsageError(env.Stderr, "oncemq help", fmt.Sprintf("unexpected argument %q", args[1]), "oncemq help")
+	case len(args) == 1 && !cli.IsHelp(args[0]) && args[0] != "help":
+		if args[0] == "version" {
+			return runVersion([]string{"--help"}, env)
+		}
+		cmd, ok := lookup(args[0])
 		if !ok {
-			return usageError("oncemq help", fmt.Sprintf("unknown command %q", args[0]), "oncemq help")
+			return cli.UsageError(env.Stderr, "oncemq help", fmt.Sprintf("unknown command %q", args[0]), "oncemq help")
 		}
-		if cmd.name == "help" {
-			break
-		}
-		return cmd.run([]string{"--help"})
+		return cmd.run([]string{"--help"}, env)
 	}
-	names := make([]string, 0, len(commands))
+	all := append(slices.Clone(commands),
+		command{name: "help", summary: helpSummary}, command{name: "version", summary: versionSummary})
+	slices.SortFunc(all, func(a, b command) int { return strings.Compare(a.name, b.name) })
 	width := 0
-	for name := range commands {
-		names = append(names, name)
-		width = max(width, len(name))
+	for _, c := range all {
+		width = max(width, len(c.name))
 	}
-	slices.Sort(names)
-	fmt.Fprintf(stdout, "oncemq is an MQTT 3.1.1/5.0 broker with crash-safe exactly-once QoS 2 delivery.\n\n")
-	fmt.Fprintf(stdout, "Usage: oncemq [COMMAND] [flags]     (COMMAND defaults to %s)\n\nCommands:\n", defaultCommand)
-	for _, name := range names {
-		fmt.Fprintf(stdout, "  %-*s  %s\n", width, name, commands[name].summary)
+	w := env.Stdout
+	fmt.Fprintf(w, "oncemq is an MQTT 3.1.1/5.0 broker with crash-safe exactly-once QoS 2 delivery.\n\n")
+	fmt.Fprintf(w, "Usage: oncemq [COMMAND] [flags]     (COMMAND defaults to %s)\n\nCommands:\n", defaultCommand)
+	for _, c := range all {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.summary)
 	}
-	fmt.Fprintf(stdout, "\nRun 'oncemq help COMMAND' or 'oncemq COMMAND --help' for a command's flags.\n")
-	return 0
+	fmt.Fprintf(w, "\nRun 'oncemq help COMMAND' or 'oncemq COMMAND --help' for a command's flags.\n")
+	return cli.ExitOK
 }
 
-func runVersion(args []string) int {
-	if len(args) > 0 && args[0] != "-h" && args[0] != "--help" && args[0] != "-help" {
-		return usageError("oncemq version", fmt.Sprintf("unexpected argument %q", args[0]), "oncemq help")
+// runVersion prints the version, the Go release and the platform.
+func runVersion(args []string, env cli.Env) int {
+	if len(args) > 0 && !cli.IsHelp(args[0]) {
+		return cli.UsageError(env.Stderr, "oncemq version", fmt.Sprintf("unexpected argument %q", args[0]), "oncemq help")
 	}
 	if len(args) > 0 {
-		fmt.Fprintln(stdout, "Usage: oncemq version    (or oncemq --version)\n\nPrint the version.")
-		return 0
+		fmt.Fprintln(env.Stdout, "Usage: oncemq version    (or oncemq --version)\n\nPrint the version.")
+		return cli.ExitOK
 	}
-	fmt.Fprintf(stdout, "oncemq %s %s %s/%s\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
-	return 0
+	fmt.Fprintf(env.Stdout, "oncemq %s %s %s/%s\n", env.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return cli.ExitOK
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mochi-mqtt/server/v2/packets"
+	"github.com/oncemq/oncemq/cmd/internal/oncemqtest"
 	"github.com/oncemq/oncemq/cmd/oncemq/internal/mqttclient"
 )
 
@@ -27,6 +28,9 @@ const (
 	crashSubID       = "crash-sub"
 	crashPubID       = "crash-pub"
 	sessionExpiry    = 3600
+	// receiveUntilSentinel gives up after this many packets, or this long.
+	maxBeforeSentinel = 100000
+	sentinelTimeout   = 2 * time.Minute
 )
 
 // rawClient is a raw MQTT 5.0 client for exact protocol scripts, on the mqttclient transport: the
@@ -134,7 +138,7 @@ func (c *rawClient) expectAck(typ byte, id uint16, reason byte) packets.Packet {
 func (c *rawClient) untilClosed() []packets.Packet {
 	c.t.Helper()
 	var got []packets.Packet
-	deadline := time.After(brokerExitTimeout)
+	deadline := time.After(oncemqtest.ExitTimeout)
 	for {
 		select {
 		case r := <-c.recv:
@@ -143,7 +147,7 @@ func (c *rawClient) untilClosed() []packets.Packet {
 			}
 			got = append(got, r.pk)
 		case <-deadline:
-			c.t.Fatalf("%s: the connection is still open %v after the broker died", c.name, brokerExitTimeout)
+			c.t.Fatalf("%s: the connection is still open %v after the broker died", c.name, oncemqtest.ExitTimeout)
 		}
 	}
 }
@@ -216,7 +220,11 @@ func (c *rawClient) receiveUntilSentinel() []packets.Packet {
 	c.t.Helper()
 	var got []packets.Packet
 	var sentinelID uint16
-	for {
+	deadline := time.Now().Add(sentinelTimeout)
+	for n := 0; ; n++ {
+		if n > maxBeforeSentinel || time.Now().After(deadline) {
+			c.t.Fatalf("%s: no sentinel within %d packets or %v", c.name, maxBeforeSentinel, sentinelTimeout)
+		}
 		pk := c.next("the sentinel message")
 		switch pk.FixedHeader.Type {
 		case packets.Publish:
@@ -258,9 +266,9 @@ func payloads(pks []packets.Packet) []string {
 
 // crashBroker starts the binary with ONCEMQ_CRASH_AT=crashAt, a subscriber on crashTopic at subQoS
 // and a publisher, both 5.0 with Clean Start 0 and Session Expiry 3600 on fresh sessions.
-func crashBroker(t *testing.T, crashAt string, subQoS byte, args ...string) (b *brokerProcess, sub, pub *rawClient) {
+func crashBroker(t *testing.T, crashAt string, subQoS byte, args ...string) (b *oncemqtest.Broker, sub, pub *rawClient) {
 	t.Helper()
-	b = startBroker(t, t.TempDir(), []string{crashEnv + "=" + crashAt}, args...)
+	b = startCrashableBroker(t, t.TempDir(), []string{crashEnv + "=" + crashAt}, args...)
 	sub = dialRaw(t, b.Addr, "subscriber")
 	sub.connect(crashSubID, false)
 	sub.subscribe(1, crashTopic, subQoS)
@@ -271,7 +279,7 @@ func crashBroker(t *testing.T, crashAt string, subQoS byte, args ...string) (b *
 
 // resume connects clientID again to the restarted broker: Clean Start 0 must find the session
 // [MQTT-3.1.2-5] [MQTT-3.2.2-3].
-func resume(t *testing.T, b *brokerProcess, name, clientID string) *rawClient {
+func resume(t *testing.T, b *oncemqtest.Broker, name, clientID string) *rawClient {
 	t.Helper()
 	c := dialRaw(t, b.Addr, name)
 	c.connect(clientID, true)
@@ -281,7 +289,7 @@ func resume(t *testing.T, b *brokerProcess, name, clientID string) *rawClient {
 // crashed waits for the broker to die by SIGKILL at the armed crash point and checks that c received
 // nothing before its connection ended: the crash point comes before the ack (and before the
 // deliveries the same commit allows).
-func crashed(t *testing.T, b *brokerProcess, clients ...*rawClient) {
+func crashed(t *testing.T, b *oncemqtest.Broker, clients ...*rawClient) {
 	t.Helper()
 	b.WaitKilled(t)
 	for _, c := range clients {

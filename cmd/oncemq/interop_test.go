@@ -19,6 +19,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/oncemq/oncemq/cmd/internal/oncemqtest"
 )
 
 // mosquittoVersions are the -V values the tests run with.
@@ -46,7 +48,7 @@ func requireMosquitto(t *testing.T) {
 
 // mosquittoPub runs mosquitto_pub against b and fails t if it does not succeed. mosquitto_pub
 // returns once its QoS 1/2 flow is complete.
-func mosquittoPub(t *testing.T, b *brokerProcess, version string, args ...string) {
+func mosquittoPub(t *testing.T, b *oncemqtest.Broker, version string, args ...string) {
 	t.Helper()
 	argv := append([]string{"-h", b.Host, "-p", b.Port, "-V", version}, args...)
 	cmd := exec.Command("mosquitto_pub", argv...)
@@ -97,7 +99,7 @@ type mosquittoSub struct {
 
 // startMosquittoSub runs mosquitto_sub against b with -d, -F messageFormat and args, and waits
 // until it has its SUBACK: what is published from then on matches its subscription.
-func startMosquittoSub(t *testing.T, b *brokerProcess, version string, args ...string) *mosquittoSub {
+func startMosquittoSub(t *testing.T, b *oncemqtest.Broker, version string, args ...string) *mosquittoSub {
 	t.Helper()
 	argv := append([]string{"-oL", "mosquitto_sub", "-h", b.Host, "-p", b.Port, "-V", version, "-d", "-F", messageFormat}, args...)
 	s := &mosquittoSub{argv: argv[1:], subscribed: make(chan struct{}), exited: make(chan struct{})}
@@ -264,7 +266,7 @@ func TestInteropMosquittoPersistentSession(t *testing.T) {
 }
 
 // The same across `kill -9` of the broker while the subscriber is offline, some messages published
-// before the kill and some after the restart (DESIGN.md section 1).
+// before the kill and some after the restart (the guarantee in docs/ARCHITECTURE.md).
 func TestInteropMosquittoPersistentSessionAcrossCrash(t *testing.T) {
 	requireMosquitto(t)
 	t.Parallel()
@@ -272,7 +274,7 @@ func TestInteropMosquittoPersistentSessionAcrossCrash(t *testing.T) {
 		t.Run(version, func(t *testing.T) {
 			t.Parallel()
 			b := startBroker(t, t.TempDir(), nil)
-			testPersistentSubscriber(t, b, version, func() *brokerProcess {
+			testPersistentSubscriber(t, b, version, func() *oncemqtest.Broker {
 				b.Kill()
 				return b.Restart(t, nil)
 			})
@@ -283,7 +285,7 @@ func TestInteropMosquittoPersistentSessionAcrossCrash(t *testing.T) {
 // testPersistentSubscriber subscribes a persistent session and disconnects it, publishes while it
 // is offline (calling crash, if not nil, halfway: it returns the broker to go on with), then
 // reconnects the session and checks it gets exactly what it missed.
-func testPersistentSubscriber(t *testing.T, b *brokerProcess, version string, crash func() *brokerProcess) {
+func testPersistentSubscriber(t *testing.T, b *oncemqtest.Broker, version string, crash func() *oncemqtest.Broker) {
 	id := "persistent-" + version
 	topic := "interop/" + version + "/persistent"
 	sessionArgs := []string{"-c", "-i", id, "-q", "2", "-t", topic}

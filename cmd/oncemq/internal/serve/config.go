@@ -1,4 +1,4 @@
-package main
+package serve
 
 import (
 	"errors"
@@ -11,8 +11,8 @@ import (
 	"strings"
 )
 
-// serveConfig is the validated configuration of `oncemq serve`.
-type serveConfig struct {
+// config is the validated configuration of `oncemq serve`.
+type config struct {
 	Listen    string     // host:port
 	DataDir   string     // folder of oncemq.db
 	Sync      string     // "always" or "none"
@@ -20,14 +20,14 @@ type serveConfig struct {
 	MaxQueued int        // >= 1
 }
 
-// serveOption is one setting of serve: a flag, the environment variable that also sets it, and the
+// option is one setting of serve: a flag, the environment variable that also sets it, and the
 // parser shared by both. The order is the order of the usage text.
-type serveOption struct {
+type option struct {
 	flag, env, arg, def, help string
-	set                       func(c *serveConfig, v string) error
+	set                       func(c *config, v string) error
 }
 
-var serveOptions = []serveOption{
+var options = []option{
 	{"listen", "ONCEMQ_LISTEN", "ADDR", "127.0.0.1:1883", "TCP address to listen on; port 0 picks a free port", setListen},
 	{"data", "ONCEMQ_DATA", "DIR", "./data", "data directory, holding oncemq.db", setDataDir},
 	{"sync", "ONCEMQ_SYNC", "MODE", "always", "always: fsync every commit; none: no fsync, faster, survives a process crash\n" +
@@ -36,13 +36,13 @@ var serveOptions = []serveOption{
 	{"max-queued", "ONCEMQ_MAX_QUEUED", "N", "10000", "most messages queued per session (offline, or over its Receive Maximum)", setMaxQueued},
 }
 
-// parseServeConfig reads serve's flags from args and, for each flag not given, its environment
+// parseConfig reads serve's flags from args and, for each flag not given, its environment
 // variable through getenv (an empty variable counts as unset). A flag given on the command line
 // beats its variable; a variable it overrides is not even checked. The error names the flag or
 // variable and the bad value; it is flag.ErrHelp for -h/--help.
-func parseServeConfig(args []string, getenv func(string) string) (serveConfig, error) {
-	var cfg serveConfig
-	for _, o := range serveOptions {
+func parseConfig(args []string, getenv func(string) string) (config, error) {
+	var cfg config
+	for _, o := range options {
 		if err := o.set(&cfg, o.def); err != nil {
 			panic("oncemq: bad default for --" + o.flag + ": " + err.Error())
 		}
@@ -52,7 +52,7 @@ func parseServeConfig(args []string, getenv func(string) string) (serveConfig, e
 	fs.SetOutput(io.Discard) // the caller prints the error and the usage
 	fs.Usage = func() {}
 	var badFlag error // the flag package's own message for a bad value says "-name", not "--name"
-	for _, o := range serveOptions {
+	for _, o := range options {
 		fs.Func(o.flag, o.help, func(v string) error {
 			err := o.set(&cfg, v)
 			if err != nil {
@@ -64,24 +64,24 @@ func parseServeConfig(args []string, getenv func(string) string) (serveConfig, e
 	if err := fs.Parse(args); err != nil {
 		switch msg := err.Error(); {
 		case errors.Is(err, flag.ErrHelp):
-			return serveConfig{}, err
+			return config{}, err
 		case badFlag != nil:
-			return serveConfig{}, badFlag
+			return config{}, badFlag
 		case strings.HasPrefix(msg, "flag provided but not defined: -"):
-			return serveConfig{}, fmt.Errorf("unknown flag -%s", strings.TrimPrefix(msg, "flag provided but not defined: "))
+			return config{}, fmt.Errorf("unknown flag -%s", strings.TrimPrefix(msg, "flag provided but not defined: "))
 		case strings.HasPrefix(msg, "flag needs an argument: -"):
-			return serveConfig{}, fmt.Errorf("flag -%s needs a value", strings.TrimPrefix(msg, "flag needs an argument: "))
+			return config{}, fmt.Errorf("flag -%s needs a value", strings.TrimPrefix(msg, "flag needs an argument: "))
 		default:
-			return serveConfig{}, err
+			return config{}, err
 		}
 	}
 	if fs.NArg() > 0 {
-		return serveConfig{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		return config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	for _, o := range serveOptions {
+	for _, o := range options {
 		if given[o.flag] {
 			continue
 		}
@@ -90,17 +90,17 @@ func parseServeConfig(args []string, getenv func(string) string) (serveConfig, e
 			continue
 		}
 		if err := o.set(&cfg, v); err != nil {
-			return serveConfig{}, fmt.Errorf("invalid value %q for environment variable %s: %v", v, o.env, err)
+			return config{}, fmt.Errorf("invalid value %q for environment variable %s: %v", v, o.env, err)
 		}
 	}
 	return cfg, nil
 }
 
-// writeServeUsage prints the usage text of serve, with each flag's variable and default.
-func writeServeUsage(w io.Writer) {
+// writeUsage prints the usage text of serve, with each flag's variable and default.
+func writeUsage(w io.Writer) {
 	fmt.Fprint(w, "Usage: oncemq [serve] [flags]\n\nRun the MQTT broker until SIGINT or SIGTERM.\n\n"+
 		"Flags (each also set by its environment variable; the flag wins):\n")
-	for _, o := range serveOptions {
+	for _, o := range options {
 		fmt.Fprintf(w, "  --%s %s\n", o.flag, o.arg)
 		for _, line := range strings.Split(o.help, "\n") {
 			fmt.Fprintf(w, "        %s\n", line)
@@ -109,7 +109,7 @@ func writeServeUsage(w io.Writer) {
 	}
 }
 
-func setListen(c *serveConfig, v string) error {
+func setListen(c *config, v string) error {
 	_, port, err := net.SplitHostPort(v)
 	if err != nil {
 		return errors.New("want host:port, like 127.0.0.1:1883 or :1883")
@@ -121,7 +121,7 @@ func setListen(c *serveConfig, v string) error {
 	return nil
 }
 
-func setDataDir(c *serveConfig, v string) error {
+func setDataDir(c *config, v string) error {
 	if v == "" {
 		return errors.New("must not be empty")
 	}
@@ -129,7 +129,7 @@ func setDataDir(c *serveConfig, v string) error {
 	return nil
 }
 
-func setSync(c *serveConfig, v string) error {
+func setSync(c *config, v string) error {
 	switch v {
 	case "always", "none":
 		c.Sync = v
@@ -138,7 +138,7 @@ func setSync(c *serveConfig, v string) error {
 	return errors.New("want always or none")
 }
 
-func setLogLevel(c *serveConfig, v string) error {
+func setLogLevel(c *config, v string) error {
 	switch strings.ToLower(v) {
 	case "debug":
 		c.LogLevel = slog.LevelDebug
@@ -154,7 +154,7 @@ func setLogLevel(c *serveConfig, v string) error {
 	return nil
 }
 
-func setMaxQueued(c *serveConfig, v string) error {
+func setMaxQueued(c *config, v string) error {
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 {
 		return errors.New("want a whole number of at least 1")

@@ -1,4 +1,4 @@
-package main
+package serve
 
 import (
 	"bytes"
@@ -13,60 +13,60 @@ func envOf(m map[string]string) func(string) string {
 	return func(k string) string { return m[k] }
 }
 
-func defaults() serveConfig {
-	return serveConfig{Listen: "127.0.0.1:1883", DataDir: "./data", Sync: "always", LogLevel: slog.LevelInfo, MaxQueued: 10000}
+func defaults() config {
+	return config{Listen: "127.0.0.1:1883", DataDir: "./data", Sync: "always", LogLevel: slog.LevelInfo, MaxQueued: 10000}
 }
 
 func TestParseServeConfig(t *testing.T) {
-	with := func(f func(*serveConfig)) serveConfig { c := defaults(); f(&c); return c }
+	with := func(f func(*config)) config { c := defaults(); f(&c); return c }
 	tests := []struct {
 		name string
 		args []string
 		env  map[string]string
-		want serveConfig
+		want config
 	}{
 		{"defaults", nil, nil, defaults()},
 		{"empty env is unset", nil, map[string]string{"ONCEMQ_LISTEN": "", "ONCEMQ_SYNC": "", "ONCEMQ_MAX_QUEUED": ""}, defaults()},
 		{"unrelated env", nil, map[string]string{"LISTEN": ":1", "ONCEMQ_OTHER": "x"}, defaults()},
 
-		{"env listen", nil, map[string]string{"ONCEMQ_LISTEN": ":1883"}, with(func(c *serveConfig) { c.Listen = ":1883" })},
-		{"env data", nil, map[string]string{"ONCEMQ_DATA": "/data"}, with(func(c *serveConfig) { c.DataDir = "/data" })},
-		{"env sync", nil, map[string]string{"ONCEMQ_SYNC": "none"}, with(func(c *serveConfig) { c.Sync = "none" })},
-		{"env log level", nil, map[string]string{"ONCEMQ_LOG_LEVEL": "debug"}, with(func(c *serveConfig) { c.LogLevel = slog.LevelDebug })},
-		{"env log level upper case", nil, map[string]string{"ONCEMQ_LOG_LEVEL": "WARN"}, with(func(c *serveConfig) { c.LogLevel = slog.LevelWarn })},
-		{"env max queued", nil, map[string]string{"ONCEMQ_MAX_QUEUED": "5"}, with(func(c *serveConfig) { c.MaxQueued = 5 })},
-		{"env value trimmed", nil, map[string]string{"ONCEMQ_SYNC": " none\n"}, with(func(c *serveConfig) { c.Sync = "none" })},
+		{"env listen", nil, map[string]string{"ONCEMQ_LISTEN": ":1883"}, with(func(c *config) { c.Listen = ":1883" })},
+		{"env data", nil, map[string]string{"ONCEMQ_DATA": "/data"}, with(func(c *config) { c.DataDir = "/data" })},
+		{"env sync", nil, map[string]string{"ONCEMQ_SYNC": "none"}, with(func(c *config) { c.Sync = "none" })},
+		{"env log level", nil, map[string]string{"ONCEMQ_LOG_LEVEL": "debug"}, with(func(c *config) { c.LogLevel = slog.LevelDebug })},
+		{"env log level upper case", nil, map[string]string{"ONCEMQ_LOG_LEVEL": "WARN"}, with(func(c *config) { c.LogLevel = slog.LevelWarn })},
+		{"env max queued", nil, map[string]string{"ONCEMQ_MAX_QUEUED": "5"}, with(func(c *config) { c.MaxQueued = 5 })},
+		{"env value trimmed", nil, map[string]string{"ONCEMQ_SYNC": " none\n"}, with(func(c *config) { c.Sync = "none" })},
 
-		{"flag listen", []string{"--listen", "[::1]:0"}, nil, with(func(c *serveConfig) { c.Listen = "[::1]:0" })},
-		{"flag data", []string{"--data=/var/lib/oncemq"}, nil, with(func(c *serveConfig) { c.DataDir = "/var/lib/oncemq" })},
-		{"flag sync", []string{"-sync", "none"}, nil, with(func(c *serveConfig) { c.Sync = "none" })},
-		{"flag log level", []string{"--log-level", "error"}, nil, with(func(c *serveConfig) { c.LogLevel = slog.LevelError })},
-		{"flag max queued", []string{"--max-queued=1"}, nil, with(func(c *serveConfig) { c.MaxQueued = 1 })},
+		{"flag listen", []string{"--listen", "[::1]:0"}, nil, with(func(c *config) { c.Listen = "[::1]:0" })},
+		{"flag data", []string{"--data=/var/lib/oncemq"}, nil, with(func(c *config) { c.DataDir = "/var/lib/oncemq" })},
+		{"flag sync", []string{"-sync", "none"}, nil, with(func(c *config) { c.Sync = "none" })},
+		{"flag log level", []string{"--log-level", "error"}, nil, with(func(c *config) { c.LogLevel = slog.LevelError })},
+		{"flag max queued", []string{"--max-queued=1"}, nil, with(func(c *config) { c.MaxQueued = 1 })},
 		{"flag given twice, last wins", []string{"--sync", "none", "--sync", "always"}, nil, defaults()},
 		{"all flags", []string{"--listen", "0.0.0.0:1884", "--data", "d", "--sync", "none", "--log-level", "warn", "--max-queued", "7"}, nil,
-			serveConfig{Listen: "0.0.0.0:1884", DataDir: "d", Sync: "none", LogLevel: slog.LevelWarn, MaxQueued: 7}},
+			config{Listen: "0.0.0.0:1884", DataDir: "d", Sync: "none", LogLevel: slog.LevelWarn, MaxQueued: 7}},
 
 		{"flags beat env",
 			[]string{"--listen", ":2", "--data", "f", "--sync", "always", "--log-level", "info", "--max-queued", "3"},
 			map[string]string{"ONCEMQ_LISTEN": ":1", "ONCEMQ_DATA": "e", "ONCEMQ_SYNC": "none", "ONCEMQ_LOG_LEVEL": "debug", "ONCEMQ_MAX_QUEUED": "9"},
-			serveConfig{Listen: ":2", DataDir: "f", Sync: "always", LogLevel: slog.LevelInfo, MaxQueued: 3}},
+			config{Listen: ":2", DataDir: "f", Sync: "always", LogLevel: slog.LevelInfo, MaxQueued: 3}},
 		{"flag beats env, others from env",
 			[]string{"--sync", "always"},
 			map[string]string{"ONCEMQ_SYNC": "none", "ONCEMQ_DATA": "e"},
-			with(func(c *serveConfig) { c.DataDir = "e" })},
+			with(func(c *config) { c.DataDir = "e" })},
 		{"bad env overridden by its flag is ignored",
 			[]string{"--sync", "none", "--max-queued", "2"},
 			map[string]string{"ONCEMQ_SYNC": "fsync", "ONCEMQ_MAX_QUEUED": "lots"},
-			with(func(c *serveConfig) { c.Sync = "none"; c.MaxQueued = 2 })},
+			with(func(c *config) { c.Sync = "none"; c.MaxQueued = 2 })},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseServeConfig(tt.args, envOf(tt.env))
+			got, err := parseConfig(tt.args, envOf(tt.env))
 			if err != nil {
-				t.Fatalf("parseServeConfig(%q) error: %v", tt.args, err)
+				t.Fatalf("parseConfig(%q) error: %v", tt.args, err)
 			}
 			if got != tt.want {
-				t.Errorf("parseServeConfig(%q)\n got  %+v\n want %+v", tt.args, got, tt.want)
+				t.Errorf("parseConfig(%q)\n got  %+v\n want %+v", tt.args, got, tt.want)
 			}
 		})
 	}
@@ -111,9 +111,9 @@ func TestParseServeConfigErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseServeConfig(tt.args, envOf(tt.env))
+			got, err := parseConfig(tt.args, envOf(tt.env))
 			if err == nil {
-				t.Fatalf("parseServeConfig(%q) = %+v, want an error", tt.args, got)
+				t.Fatalf("parseConfig(%q) = %+v, want an error", tt.args, got)
 			}
 			msg := err.Error()
 			if strings.Contains(msg, "\n") {
@@ -130,16 +130,16 @@ func TestParseServeConfigErrors(t *testing.T) {
 
 func TestParseServeConfigHelp(t *testing.T) {
 	for _, arg := range []string{"-h", "--help", "-help"} {
-		if _, err := parseServeConfig([]string{"--sync", "none", arg}, envOf(nil)); !errors.Is(err, flag.ErrHelp) {
-			t.Errorf("parseServeConfig(%q) error = %v, want flag.ErrHelp", arg, err)
+		if _, err := parseConfig([]string{"--sync", "none", arg}, envOf(nil)); !errors.Is(err, flag.ErrHelp) {
+			t.Errorf("parseConfig(%q) error = %v, want flag.ErrHelp", arg, err)
 		}
 	}
 }
 
 func TestServeUsageListsEveryOption(t *testing.T) {
 	var b bytes.Buffer
-	writeServeUsage(&b)
-	for _, o := range serveOptions {
+	writeUsage(&b)
+	for _, o := range options {
 		for _, s := range []string{"--" + o.flag, "$" + o.env, "default " + o.def} {
 			if !strings.Contains(b.String(), s) {
 				t.Errorf("usage lacks %q:\n%s", s, b.String())

@@ -1,4 +1,4 @@
-package main
+package torture
 
 import (
 	"encoding/binary"
@@ -191,8 +191,8 @@ func (e *expectation) has(k msgKey) bool {
 	return k.pub >= 0 && k.pub < len(e.acked) && k.seq >= 0 && k.seq < len(e.acked[k.pub]) && e.acked[k.pub][k.seq]
 }
 
-// subscriberResult is one subscriber's line of the report.
-type subscriberResult struct {
+// SubscriberResult is one subscriber's line of the report.
+type SubscriberResult struct {
 	Name           string   `json:"name"`
 	ClientID       string   `json:"client_id"`
 	Takeover       bool     `json:"takeover"`
@@ -216,9 +216,9 @@ type subscriberResult struct {
 }
 
 // result turns a tally into a report line.
-func (t *tally) result(expected *expectation) subscriberResult {
+func (t *tally) result(expected *expectation) SubscriberResult {
 	lost, sample := t.missing(expected, maxSamples)
-	r := subscriberResult{
+	r := SubscriberResult{
 		Expected:   expected.total(),
 		Delivered:  t.delivered,
 		Distinct:   t.distinct,
@@ -234,8 +234,8 @@ func (t *tally) result(expected *expectation) subscriberResult {
 	return r
 }
 
-// publisherResult is one publisher's line of the report.
-type publisherResult struct {
+// PublisherResult is one publisher's line of the report.
+type PublisherResult struct {
 	Name           string   `json:"name"`
 	ClientID       string   `json:"client_id"`
 	Messages       int      `json:"messages"`
@@ -252,7 +252,7 @@ type publisherResult struct {
 
 // verdict decides a run: it passes only if nothing acknowledged was lost or duplicated, every
 // session survived, the broker refused nothing and never died on its own. failures says why not.
-func verdict(subs []subscriberResult, pubs []publisherResult, brokerDied string, aborted string) (pass bool, failures []string) {
+func verdict(subs []SubscriberResult, pubs []PublisherResult, brokerDied string, aborted string) (pass bool, failures []string) {
 	if aborted != "" {
 		failures = append(failures, aborted)
 	}

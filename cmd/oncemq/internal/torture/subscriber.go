@@ -1,7 +1,6 @@
-package main
+package torture
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -14,321 +13,6 @@ import (
 
 	"github.com/oncemq/oncemq/cmd/oncemq/internal/mqttclient"
 )
-
-// The torture's clients keep their MQTT session state in the torture process, which never dies, so
-// that it survives every connection: this is what an exactly-once client must do [MQTT-4.1.0-1].
-// They speak MQTT 5.0 with Clean Start 0 and a Session Expiry Interval on every reconnect, expect
-// Session Present 1, and resend what is unacknowledged with the same packet identifiers
-// [MQTT-4.4.0-1].
-
-const (
-	tortureSessionExpiry = 3600 // seconds: longer than any run
-	tortureTopicPrefix   = "torture/p"
-	tortureFilter        = "torture/#"
-	tortureConnectWait   = 10 * time.Second // from CONNECT to CONNACK
-	tortureDialWait      = 2 * time.Second
-	backoffMin           = 20 * time.Millisecond
-	backoffMax           = 500 * time.Millisecond
-	maxErrorSamples      = 10
-)
-
-// backoff spaces reconnection attempts: 20ms doubling to 500ms, with jitter.
-type backoff struct {
-	d   time.Duration
-	rng *rand.Rand
-}
-
-// wait sleeps for the next delay; false if ctx ended first.
-func (b *backoff) wait(ctx context.Context) bool {
-	b.d = min(max(2*b.d, backoffMin), backoffMax)
-	d := b.d/2 + time.Duration(b.rng.Int64N(int64(b.d/2)+1))
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-func (b *backoff) reset() { b.d = 0 }
-
-// dialConnect opens a connection and sends CONNECT; it returns the CONNACK.
-func dialConnect(ctx context.Context, addr string, o mqttclient.ConnectOptions) (*mqttclient.Conn, packets.Packet, error) {
-	c, err := mqttclient.Dial(ctx, addr, tortureDialWait)
-	if err != nil {
-		return nil, packets.Packet{}, err
-	}
-	ack, err := c.Connect(o, tortureConnectWait)
-	if err != nil {
-		c.Close()
-		return nil, ack, err
-	}
-	return c, ack, nil
-}
-
-// readResult is one packet read by a connection's reader goroutine, or the error that ended it.
-type readResult struct {
-	pk  packets.Packet
-	err error
-}
-
-// clientEnv is what the clients need from the torture run.
-type clientEnv struct {
-	addr     string
-	start    time.Time
-	progress func()     // one more message acknowledged to a publisher or counted by a subscriber
-	run      func() int // the broker's current run number
-}
-
-// ---- publisher ----
-
-// outMsg is a QoS 2 PUBLISH the publisher sent and whose flow is not complete.
-type outMsg struct {
-	id       uint16
-	seq      int
-	released bool   // PUBREC received, PUBREL sent: awaiting PUBCOMP
-	order    uint64 // when sent (PUBLISH) or released (PUBREL): the resend order
-}
-
-// publisher sends messages 0..n-1 at QoS 2 on its own topic, at most window in flight.
-type publisher struct {
-	env         *clientEnv
-	index       int
-	topic       string
-	n           int
-	window      int
-	payloadSize int
-	rng         *rand.Rand
-
-	// Session state, owned by run's goroutine; it outlives connections.
-	established bool // a CONNACK was received: the broker has a session
-	next        int  // next sequence number to publish
-	inflight    map[uint16]*outMsg
-	lastID      uint16
-	order       uint64
-	refused     map[msgKey]byte
-	acked       []bool // [seq]: a successful PUBREC was received
-
-	res publisherResult // read once run has returned
-}
-
-func newPublisher(env *clientEnv, index, n, window, payloadSize int, seed uint64) *publisher {
-	return &publisher{
-		env:         env,
-		index:       index,
-		topic:       tortureTopicPrefix + strconv.Itoa(index),
-		n:           n,
-		window:      window,
-		payloadSize: payloadSize,
-		rng:         rand.New(rand.NewPCG(seed, uint64(index)+1)),
-		inflight:    make(map[uint16]*outMsg),
-		refused:     make(map[msgKey]byte),
-		acked:       make([]bool, n),
-		res: publisherResult{
-			Name:     fmt.Sprintf("pub%d", index+1),
-			ClientID: fmt.Sprintf("torture-pub-%d", index+1),
-			Messages: n,
-		},
-	}
-}
-
-// run publishes every message and returns once each is complete (PUBCOMP or a refusal), or when
-// ctx ends.
-func (p *publisher) run(ctx context.Context) {
-	bo := backoff{rng: p.rng}
-	for ctx.Err() == nil {
-		c, ack, err := dialConnect(ctx, p.env.addr, mqttclient.ConnectOptions{
-			ClientID:      p.res.ClientID,
-			CleanStart:    !p.established,
-			SessionExpiry: tortureSessionExpiry,
-		})
-		if err != nil {
-			if !bo.wait(ctx) {
-				return
-			}
-			continue
-		}
-		bo.reset()
-		p.res.Connections++
-		if p.established && !ack.SessionPresent {
-			p.res.SessionsLost++
-			p.protocolError("CONNACK with Session Present 0 on connection %d: the broker lost the session", p.res.Connections)
-		}
-		p.established = true
-		limit := p.window
-		if rm := int(ack.Properties.ReceiveMaximum); rm > 0 {
-			limit = min(limit, rm) // the broker's Receive Maximum [MQTT-3.3.4-7]
-		}
-		err = p.serve(ctx, c, limit)
-		c.Close()
-		if err == nil {
-			return
-		}
-	}
-}
-
-func (p *publisher) done() bool { return p.next == p.n && len(p.inflight) == 0 }
-
-// serve runs one connection: resend, then publish within the window.
-func (p *publisher) serve(ctx context.Context, c *mqttclient.Conn, limit int) error {
-	in := make(chan readResult, 256)
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		for {
-			pk, err := c.Read()
-			select {
-			case in <- readResult{pk, err}:
-			case <-stop:
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-
-	out := p.resend()
-	for {
-		for len(p.inflight) < limit && p.next < p.n {
-			out = append(out, p.publishNew())
-		}
-		if p.done() {
-			out = append(out, mqttclient.Disconnect(0))
-			_ = c.Write(out...)
-			return nil
-		}
-		if len(out) > 0 {
-			if err := c.Write(out...); err != nil {
-				return err
-			}
-			out = out[:0]
-		}
-		var r readResult
-		select {
-		case r = <-in:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		for {
-			if r.err != nil {
-				return r.err
-			}
-			replies, err := p.handle(r.pk)
-			if err != nil {
-				return err
-			}
-			out = append(out, replies...)
-			select {
-			case r = <-in:
-				continue
-			default:
-			}
-			break
-		}
-	}
-}
-
-// resend is what a resumed session sends first: every PUBLISH awaiting PUBREC again with DUP=1 and
-// its id, every PUBREL awaiting PUBCOMP again, in their original order [MQTT-4.4.0-1].
-func (p *publisher) resend() []packets.Packet {
-	msgs := make([]*outMsg, 0, len(p.inflight))
-	for _, m := range p.inflight {
-		msgs = append(msgs, m)
-	}
-	slices.SortFunc(msgs, func(a, b *outMsg) int { return cmp.Compare(a.order, b.order) })
-	var out []packets.Packet
-	for _, m := range msgs {
-		if m.released {
-			p.res.ResentPubrel++
-			out = append(out, mqttclient.Ack(packets.Pubrel, m.id, 0))
-		} else {
-			p.res.ResentPublish++
-			out = append(out, mqttclient.Publish(p.topic, 2, m.id, encodePayload(p.index, m.seq, p.payloadSize), true))
-		}
-	}
-	return out
-}
-
-// publishNew takes the next sequence number and a free packet identifier.
-func (p *publisher) publishNew() packets.Packet {
-	id := p.lastID
-	for {
-		id++
-		if id == 0 {
-			id = 1
-		}
-		if p.inflight[id] == nil {
-			break
-		}
-	}
-	p.lastID = id
-	p.order++
-	m := &outMsg{id: id, seq: p.next, order: p.order}
-	p.inflight[id] = m
-	p.next++
-	return mqttclient.Publish(p.topic, 2, id, encodePayload(p.index, m.seq, p.payloadSize), false)
-}
-
-// handle applies one packet from the broker to the session state and returns the replies. An error
-// ends the connection.
-func (p *publisher) handle(pk packets.Packet) ([]packets.Packet, error) {
-	id := pk.PacketID
-	switch pk.FixedHeader.Type {
-	case packets.Pubrec:
-		m := p.inflight[id]
-		switch {
-		case m == nil:
-			p.protocolError("PUBREC for id %d, which is not in flight", id)
-		case pk.ReasonCode >= 0x80:
-			// Refused: the flow ends here and the message is not the broker's [MQTT-4.3.3-9].
-			k := msgKey{p.index, m.seq}
-			p.refused[k] = pk.ReasonCode
-			p.res.Refused++
-			if len(p.res.RefusedSample) < maxErrorSamples {
-				p.res.RefusedSample = append(p.res.RefusedSample, fmt.Sprintf("%v: PUBREC 0x%02X", k, pk.ReasonCode))
-			}
-			delete(p.inflight, id)
-		case m.released:
-			return []packets.Packet{mqttclient.Ack(packets.Pubrel, id, 0)}, nil
-		default:
-			m.released = true
-			p.acked[m.seq] = true
-			p.order++
-			m.order = p.order
-			p.env.progress()
-			return []packets.Packet{mqttclient.Ack(packets.Pubrel, id, 0)}, nil
-		}
-	case packets.Pubcomp:
-		m := p.inflight[id]
-		switch {
-		case m == nil:
-			p.protocolError("PUBCOMP for id %d, which is not in flight", id)
-		case !m.released:
-			p.protocolError("PUBCOMP for id %d (p%d#%d) before its PUBREC", id, p.index, m.seq)
-		default:
-			delete(p.inflight, id)
-			p.res.Completed++
-		}
-	case packets.Disconnect:
-		return nil, fmt.Errorf("broker sent DISCONNECT 0x%02X", pk.ReasonCode)
-	case packets.Pingresp:
-	default:
-		p.protocolError("unexpected %s", mqttclient.Describe(pk))
-	}
-	return nil, nil
-}
-
-func (p *publisher) protocolError(format string, args ...any) {
-	p.res.ProtocolErrors++
-	if len(p.res.ErrorSample) < maxErrorSamples {
-		p.res.ErrorSample = append(p.res.ErrorSample, fmt.Sprintf(format, args...))
-	}
-}
-
-// ---- subscriber ----
 
 // subscribeID is the packet identifier of the subscriber's SUBSCRIBE.
 const subscribeID = 1
@@ -354,7 +38,7 @@ type subscriber struct {
 	awaiting    map[uint16]msgKey // ids received, PUBREC sent, PUBREL not yet received
 	tally       *tally
 	lastPublish time.Time
-	res         subscriberResult
+	res         SubscriberResult
 }
 
 func newSubscriber(env *clientEnv, name, clientID string, takeoverEvery time.Duration, receiveMax, pubs, perPub int, seed uint64, index int) *subscriber {
@@ -366,7 +50,7 @@ func newSubscriber(env *clientEnv, name, clientID string, takeoverEvery time.Dur
 		ready:         make(chan struct{}),
 		awaiting:      make(map[uint16]msgKey),
 		tally:         newTally(pubs, perPub),
-		res:           subscriberResult{Name: name, ClientID: clientID, Takeover: takeoverEvery > 0},
+		res:           SubscriberResult{Name: name, ClientID: clientID, Takeover: takeoverEvery > 0},
 	}
 }
 
@@ -532,7 +216,7 @@ func (s *subscriber) handle(pk packets.Packet, gen int) ([]packets.Packet, error
 			return nil, nil
 		}
 		if k, ok := s.awaiting[id]; ok {
-			// A redelivery: PUBREC again, do not count it [MQTT-4.3.3-10 for the receiver's side].
+			// A redelivery: PUBREC again, do not count it (the receiver's side of [MQTT-4.3.3-10]).
 			s.res.Redeliveries++
 			if got, err := s.parse(pk); err != nil || got != k {
 				s.protocolError("id %d redelivered with another message (%v, %v) while %v awaits PUBREL", id, got, err, k)
@@ -633,7 +317,7 @@ func (s *subscriber) state(exp *expectation) subscriberState {
 }
 
 // result is the subscriber's report line.
-func (s *subscriber) result(exp *expectation) subscriberResult {
+func (s *subscriber) result(exp *expectation) SubscriberResult {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.tally.result(exp)

@@ -1,4 +1,4 @@
-package main
+package torture
 
 import (
 	"bytes"
@@ -13,22 +13,28 @@ import (
 
 	"github.com/mochi-mqtt/server/v2/packets"
 
+	"github.com/oncemq/oncemq/cmd/internal/oncemqtest"
+	"github.com/oncemq/oncemq/cmd/oncemq/internal/cli"
 	"github.com/oncemq/oncemq/cmd/oncemq/internal/mqttclient"
 )
+
+// TestMain removes the binaries built by oncemqtest.Build.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	oncemqtest.RemoveBuilds()
+	os.Exit(code)
+}
 
 // runTortureCaptured runs `oncemq torture args...` with its output captured.
 func runTortureCaptured(t *testing.T, args ...string) (code int, out, errOut string) {
 	t.Helper()
 	var o, e bytes.Buffer
-	oldOut, oldErr := stdout, stderr
-	stdout, stderr = &o, &e
-	defer func() { stdout, stderr = oldOut, oldErr }()
-	code = run(append([]string{"torture"}, args...))
+	code = Main(args, cli.Env{Stdout: &o, Stderr: &e, Getenv: func(string) string { return "" }, Version: "test"})
 	return code, o.String(), e.String()
 }
 
 // tortureJSON runs the torture against bin with a JSON report and returns the report.
-func tortureJSON(t *testing.T, bin string, args ...string) (int, string, tortureReport) {
+func tortureJSON(t *testing.T, bin string, args ...string) (int, string, Report) {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "report.json")
 	args = append([]string{"--binary", bin, "--json", file, "--settle", "100ms", "--timeout", "2m"}, args...)
@@ -36,7 +42,7 @@ func tortureJSON(t *testing.T, bin string, args ...string) (int, string, torture
 	if errOut != "" {
 		t.Errorf("stderr: %s", errOut)
 	}
-	var rep tortureReport
+	var rep Report
 	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatalf("JSON report: %v\n%s", err, out)
@@ -54,7 +60,7 @@ func TestTortureKillsAndPasses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the real broker")
 	}
-	bin := buildOncemq(t)
+	bin := oncemqtest.Build(t)
 	code, out, rep := tortureJSON(t, bin, "-p", "2", "-s", "1", "-n", "300", "-k", "3", "--seed", "42")
 	if code != 0 || !rep.Pass || !strings.Contains(out, "PASS (seed 42)") {
 		t.Fatalf("exit %d, pass %v; want 0 and PASS:\n%s", code, rep.Pass, out)
@@ -81,12 +87,12 @@ func TestTortureTakeover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the real broker")
 	}
-	bin := buildOncemq(t)
+	bin := oncemqtest.Build(t)
 	code, out, rep := tortureJSON(t, bin, "-p", "2", "-s", "1", "-n", "300", "-k", "2", "--takeover-every", "50ms", "-w", "4")
 	if code != 0 || !rep.Pass {
 		t.Fatalf("exit %d, pass %v; want 0 and PASS:\n%s", code, rep.Pass, out)
 	}
-	var tk *subscriberResult
+	var tk *SubscriberResult
 	for i := range rep.SubscriberLines {
 		if rep.SubscriberLines[i].Takeover {
 			tk = &rep.SubscriberLines[i]
@@ -105,7 +111,7 @@ func TestTortureCatchesAForgetfulBroker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the real broker")
 	}
-	bin := buildOncemq(t)
+	bin := oncemqtest.Build(t)
 	wrapper := filepath.Join(t.TempDir(), "forgetful-oncemq")
 	script := "#!/bin/sh\nprev=\nfor a in \"$@\"; do [ \"$prev\" = --data ] && rm -rf \"$a\"; prev=$a; done\nexec " + bin + " \"$@\"\n"
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
@@ -128,7 +134,7 @@ func TestTortureCatchesABrokerThatDies(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the real broker")
 	}
-	bin := buildOncemq(t)
+	bin := oncemqtest.Build(t, "failpoint") // crash points exist only in this build
 	wrapper := filepath.Join(t.TempDir(), "crashing-oncemq")
 	script := "#!/bin/sh\nONCEMQ_CRASH_AT=before-pubrec:50 exec " + bin + " \"$@\"\n"
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
@@ -151,7 +157,7 @@ func TestTallyCountsDuplicatesAndGaps(t *testing.T) {
 		ta.add(k, delivery{id: uint16(i + 1), conn: 1, run: 1})
 	}
 	r := ta.result(exp)
-	want := subscriberResult{Expected: 8, Delivered: 10, Distinct: 7, Lost: 1, Duplicated: 3}
+	want := SubscriberResult{Expected: 8, Delivered: 10, Distinct: 7, Lost: 1, Duplicated: 3}
 	if r.Expected != want.Expected || r.Delivered != want.Delivered || r.Distinct != want.Distinct ||
 		r.Lost != want.Lost || r.Duplicated != want.Duplicated {
 		t.Fatalf("result %+v, want %+v", r, want)
@@ -163,7 +169,7 @@ func TestTallyCountsDuplicatesAndGaps(t *testing.T) {
 		t.Errorf("duplicate sample %q", r.DupSample)
 	}
 	r.Name = "sub1"
-	pass, why := verdict([]subscriberResult{r}, nil, "", "")
+	pass, why := verdict([]SubscriberResult{r}, nil, "", "")
 	if pass {
 		t.Fatal("a run with a duplicate and a gap passed")
 	}
@@ -173,26 +179,26 @@ func TestTallyCountsDuplicatesAndGaps(t *testing.T) {
 }
 
 func TestVerdict(t *testing.T) {
-	clean := subscriberResult{Name: "sub1", Expected: 4, Delivered: 4, Distinct: 4}
-	pub := publisherResult{Name: "pub1", Messages: 4, Completed: 4}
+	clean := SubscriberResult{Name: "sub1", Expected: 4, Delivered: 4, Distinct: 4}
+	pub := PublisherResult{Name: "pub1", Messages: 4, Completed: 4}
 	tests := []struct {
 		name     string
-		sub      func(*subscriberResult)
-		pub      func(*publisherResult)
+		sub      func(*SubscriberResult)
+		pub      func(*PublisherResult)
 		died     string
 		aborted  string
 		pass     bool
 		mentions string
 	}{
 		{name: "clean", pass: true},
-		{name: "lost", sub: func(s *subscriberResult) { s.Lost = 1 }, mentions: "lost"},
-		{name: "duplicated", sub: func(s *subscriberResult) { s.Duplicated = 1 }, mentions: "duplicated"},
-		{name: "subscriber session lost", sub: func(s *subscriberResult) { s.SessionsLost = 1 }, mentions: "session lost"},
-		{name: "publisher session lost", pub: func(p *publisherResult) { p.SessionsLost = 1 }, mentions: "session lost"},
-		{name: "refused", pub: func(p *publisherResult) { p.Refused, p.Completed = 1, 3 }, mentions: "refused"},
-		{name: "incomplete", pub: func(p *publisherResult) { p.Completed = 3 }, mentions: "only 3 of 4"},
-		{name: "corrupt", sub: func(s *subscriberResult) { s.Corrupt = 1 }, mentions: "corrupt"},
-		{name: "protocol error", sub: func(s *subscriberResult) { s.ProtocolErrors = 1 }, mentions: "protocol errors"},
+		{name: "lost", sub: func(s *SubscriberResult) { s.Lost = 1 }, mentions: "lost"},
+		{name: "duplicated", sub: func(s *SubscriberResult) { s.Duplicated = 1 }, mentions: "duplicated"},
+		{name: "subscriber session lost", sub: func(s *SubscriberResult) { s.SessionsLost = 1 }, mentions: "session lost"},
+		{name: "publisher session lost", pub: func(p *PublisherResult) { p.SessionsLost = 1 }, mentions: "session lost"},
+		{name: "refused", pub: func(p *PublisherResult) { p.Refused, p.Completed = 1, 3 }, mentions: "refused"},
+		{name: "incomplete", pub: func(p *PublisherResult) { p.Completed = 3 }, mentions: "only 3 of 4"},
+		{name: "corrupt", sub: func(s *SubscriberResult) { s.Corrupt = 1 }, mentions: "corrupt"},
+		{name: "protocol error", sub: func(s *SubscriberResult) { s.ProtocolErrors = 1 }, mentions: "protocol errors"},
 		{name: "died", died: "signal: segmentation fault", mentions: "died on its own"},
 		{name: "aborted", aborted: "timeout", mentions: "timeout"},
 	}
@@ -205,7 +211,7 @@ func TestVerdict(t *testing.T) {
 			if tt.pub != nil {
 				tt.pub(&p)
 			}
-			pass, why := verdict([]subscriberResult{s}, []publisherResult{p}, tt.died, tt.aborted)
+			pass, why := verdict([]SubscriberResult{s}, []PublisherResult{p}, tt.died, tt.aborted)
 			if pass != tt.pass {
 				t.Fatalf("pass %v, want %v (%q)", pass, tt.pass, why)
 			}
@@ -353,7 +359,7 @@ func TestPublisherResends(t *testing.T) {
 }
 
 func TestParseTortureConfig(t *testing.T) {
-	cfg, err := parseTortureConfig(nil)
+	cfg, err := parseOptions(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +367,7 @@ func TestParseTortureConfig(t *testing.T) {
 		cfg.Sync != "always" || cfg.Timeout != 10*time.Minute || cfg.Seed == 0 || cfg.TakeoverSubscribers != 0 {
 		t.Errorf("defaults %+v", cfg)
 	}
-	cfg, err = parseTortureConfig([]string{"-p", "3", "--subscribers", "5", "-n", "7", "-w", "2", "-k", "0", "--seed", "9",
+	cfg, err = parseOptions([]string{"-p", "3", "--subscribers", "5", "-n", "7", "-w", "2", "-k", "0", "--seed", "9",
 		"--takeover-every", "300ms", "--sync", "none", "--json", "r.json"})
 	if err != nil {
 		t.Fatal(err)
@@ -370,12 +376,12 @@ func TestParseTortureConfig(t *testing.T) {
 		cfg.TakeoverEvery != 300*time.Millisecond || cfg.TakeoverSubscribers != 1 || cfg.Sync != "none" || cfg.JSON != "r.json" {
 		t.Errorf("parsed %+v", cfg)
 	}
-	if _, err := parseTortureConfig([]string{"--help"}); !errors.Is(err, flag.ErrHelp) {
+	if _, err := parseOptions([]string{"--help"}); !errors.Is(err, flag.ErrHelp) {
 		t.Errorf("--help: %v", err)
 	}
 	for _, bad := range [][]string{{"-p", "0"}, {"-w", "0"}, {"--sync", "fsync"}, {"-k", "-1"}, {"--payload", "4"},
 		{"--bogus"}, {"stray"}, {"-s", "0"}, {"--broker-log-level", "loud"}} {
-		if _, err := parseTortureConfig(bad); err == nil {
+		if _, err := parseOptions(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}

@@ -1,4 +1,4 @@
-package mqtt
+package serve
 
 import (
 	"runtime/debug"
@@ -16,6 +16,20 @@ const (
 	quietBytes   = 1 << 20  // allocated in one interval: still quiet
 	trimAfter    = 32 << 20 // allocated since the last trim: worth a trim
 )
+
+// startTrimming starts the trimming loop; the function it returns stops it and waits for it.
+func startTrimming() (stop func()) {
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		trimLoop(done)
+	}()
+	return func() {
+		close(done)
+		<-stopped
+	}
+}
 
 // trimLoop runs until done is closed.
 func trimLoop(done <-chan struct{}) {
