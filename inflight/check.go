@@ -37,31 +37,34 @@ func (c *checker) bad(format string, args ...any) {
 	c.errs = append(c.errs, fmt.Errorf(format, args...))
 }
 
+// idTable returns a function that checks each packet id of one direction of client id's tables:
+// never 0, never twice.
+func (c *checker) idTable(id, direction string) func(packetID uint16) {
+	seen := make(map[uint16]bool)
+	return func(packetID uint16) {
+		if packetID == 0 {
+			c.bad("client %q: %s packet id 0", id, direction)
+		}
+		if seen[packetID] {
+			c.bad("client %q: %s packet id %d twice", id, direction, packetID)
+		}
+		seen[packetID] = true
+	}
+}
+
 // session checks one session's tables and counts its message references.
 func (c *checker) session(s *RecoveredSession) {
 	id := s.Record.ClientID
 	if !validName(id) {
 		c.bad("session with client id %q", id)
 	}
-	in := make(map[uint16]bool)
+	inbound := c.idTable(id, "inbound")
 	for _, e := range s.Inbound {
-		if e.PacketID == 0 {
-			c.bad("client %q: inbound packet id 0", id)
-		}
-		if in[e.PacketID] {
-			c.bad("client %q: inbound packet id %d twice", id, e.PacketID)
-		}
-		in[e.PacketID] = true
+		inbound(e.PacketID)
 	}
-	out := make(map[uint16]bool)
+	outbound := c.idTable(id, "outbound")
 	for i, e := range s.Outbound {
-		if e.PacketID == 0 {
-			c.bad("client %q: outbound packet id 0", id)
-		}
-		if out[e.PacketID] {
-			c.bad("client %q: outbound packet id %d twice", id, e.PacketID)
-		}
-		out[e.PacketID] = true
+		outbound(e.PacketID)
 		if i > 0 && s.Outbound[i-1].Order > e.Order {
 			c.bad("client %q: outbound not sorted by order at packet id %d", id, e.PacketID)
 		}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -312,11 +311,9 @@ func cmdConns(ctx context.Context, con console, args []string) (int, error) {
 		res.Error = err.Error()
 	}
 	printConns(con.out, res)
-	path := filepath.Join(out, "conns.json")
-	if err := writeJSON(path, res); err != nil {
+	if err := saveResult(con, out, "conns.json", res); err != nil {
 		return 1, err
 	}
-	fmt.Fprintf(con.out, "result written to %s\n", path)
 	if res.Error != "" || res.Established < res.Target {
 		return 1, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 )
 
 // outputDir makes the folder a command writes its results into: dir if given (created if
@@ -33,5 +34,15 @@ func writeJSON(path string, v any) error {
 	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("write results: %w", err)
 	}
+	return nil
+}
+
+// saveResult writes res as JSON into dir/name and says where.
+func saveResult(con console, dir, name string, res any) error {
+	path := filepath.Join(dir, name)
+	if err := writeJSON(path, res); err != nil {
+		return err
+	}
+	fmt.Fprintf(con.out, "result written to %s\n", path)
 	return nil
 }

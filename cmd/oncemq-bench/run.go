@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -454,11 +453,9 @@ func cmdRun(ctx context.Context, con console, args []string) (int, error) {
 		res.Error = err.Error()
 	}
 	printResult(con.out, res)
-	path := filepath.Join(out, "run.json")
-	if err := writeJSON(path, res); err != nil {
+	if err := saveResult(con, out, "run.json", res); err != nil {
 		return 1, err
 	}
-	fmt.Fprintf(con.out, "result written to %s\n", path)
 	if v := res.violations(); len(v) > 0 {
 		printViolations(con.err, []string{describeRun(res)}, [][]string{v})
 		return 1, nil

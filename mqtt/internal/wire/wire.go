@@ -47,25 +47,25 @@ type Reader interface {
 	io.ByteReader
 }
 
-// FromClient reports whether a client may send packets of type typ.
-func FromClient(typ byte) bool {
-	switch typ {
-	case packets.Connect, packets.Publish, packets.Puback, packets.Pubrec, packets.Pubrel, packets.Pubcomp,
-		packets.Subscribe, packets.Unsubscribe, packets.Pingreq, packets.Disconnect, packets.Auth:
-		return true
-	}
-	return false
+// Which side may send each packet type (MQTT 5.0 section 2.1.2).
+const (
+	byClient = 1 << iota
+	byServer
+)
+
+var senders = [16]uint8{
+	packets.Connect: byClient, packets.Connack: byServer,
+	packets.Publish: byClient | byServer, packets.Puback: byClient | byServer, packets.Pubrec: byClient | byServer,
+	packets.Pubrel: byClient | byServer, packets.Pubcomp: byClient | byServer,
+	packets.Subscribe: byClient, packets.Suback: byServer, packets.Unsubscribe: byClient, packets.Unsuback: byServer,
+	packets.Pingreq: byClient, packets.Pingresp: byServer, packets.Disconnect: byClient | byServer, packets.Auth: byClient | byServer,
 }
 
+// FromClient reports whether a client may send packets of type typ.
+func FromClient(typ byte) bool { return typ < 16 && senders[typ]&byClient != 0 }
+
 // FromServer reports whether a server may send packets of type typ.
-func FromServer(typ byte) bool {
-	switch typ {
-	case packets.Connack, packets.Publish, packets.Puback, packets.Pubrec, packets.Pubrel, packets.Pubcomp,
-		packets.Suback, packets.Unsuback, packets.Pingresp, packets.Disconnect, packets.Auth:
-		return true
-	}
-	return false
-}
+func FromServer(typ byte) bool { return typ < 16 && senders[typ]&byServer != 0 }
 
 // ReadFrame reads the rest of a packet whose first byte hb was already read: the fixed header is
 // decoded into pk, and the body returned undecoded. maxSize (0: none) bounds the whole packet

@@ -260,40 +260,42 @@ func verdict(subs []SubscriberResult, pubs []PublisherResult, brokerDied string,
 		failures = append(failures, "the broker died on its own: "+brokerDied)
 	}
 	for _, p := range pubs {
-		if p.Refused > 0 {
-			failures = append(failures, fmt.Sprintf("%s: %d PUBLISH refused with PUBREC >= 0x80", p.Name, p.Refused))
-		}
-		if p.SessionsLost > 0 {
-			failures = append(failures, fmt.Sprintf("%s: session lost %d times (CONNACK Session Present 0 on resume)", p.Name, p.SessionsLost))
-		}
-		if p.ProtocolErrors > 0 {
-			failures = append(failures, fmt.Sprintf("%s: %d protocol errors by the broker", p.Name, p.ProtocolErrors))
-		}
+		failures = appendCounts(failures, p.Name, []count{
+			{p.Refused, "%d PUBLISH refused with PUBREC >= 0x80"},
+			{p.SessionsLost, "session lost %d times (CONNACK Session Present 0 on resume)"},
+			{p.ProtocolErrors, "%d protocol errors by the broker"},
+		})
 		if p.Completed+p.Refused < p.Messages {
 			failures = append(failures, fmt.Sprintf("%s: only %d of %d messages completed (PUBCOMP)", p.Name, p.Completed, p.Messages))
 		}
 	}
 	for _, s := range subs {
-		if s.Lost > 0 {
-			failures = append(failures, fmt.Sprintf("%s: %d messages lost", s.Name, s.Lost))
-		}
-		if s.Duplicated > 0 {
-			failures = append(failures, fmt.Sprintf("%s: %d messages duplicated", s.Name, s.Duplicated))
-		}
-		if s.Unexpected > 0 {
-			failures = append(failures, fmt.Sprintf("%s: %d refused messages delivered anyway", s.Name, s.Unexpected))
-		}
-		if s.Corrupt > 0 {
-			failures = append(failures, fmt.Sprintf("%s: %d corrupt deliveries", s.Name, s.Corrupt))
-		}
-		if s.SessionsLost > 0 {
-			failures = append(failures, fmt.Sprintf("%s: session lost %d times (CONNACK Session Present 0 on resume)", s.Name, s.SessionsLost))
-		}
-		if s.ProtocolErrors > 0 {
-			failures = append(failures, fmt.Sprintf("%s: %d protocol errors by the broker", s.Name, s.ProtocolErrors))
-		}
+		failures = appendCounts(failures, s.Name, []count{
+			{s.Lost, "%d messages lost"},
+			{s.Duplicated, "%d messages duplicated"},
+			{s.Unexpected, "%d refused messages delivered anyway"},
+			{s.Corrupt, "%d corrupt deliveries"},
+			{s.SessionsLost, "session lost %d times (CONNACK Session Present 0 on resume)"},
+			{s.ProtocolErrors, "%d protocol errors by the broker"},
+		})
 	}
 	return len(failures) == 0, failures
+}
+
+// count is a number that fails the run when it is not zero, and how to say so.
+type count struct {
+	n      int
+	format string // with one %d for n
+}
+
+// appendCounts adds a failure line, prefixed with name, for each count that is not zero.
+func appendCounts(failures []string, name string, counts []count) []string {
+	for _, c := range counts {
+		if c.n != 0 {
+			failures = append(failures, name+": "+fmt.Sprintf(c.format, c.n))
+		}
+	}
+	return failures
 }
 
 // sampleList joins samples for a human line.
