@@ -108,3 +108,12 @@ func dump(t *testing.T, db *bolt.DB) string {
 	}
 	return buf.String()
 }
+
+// The failover check reports an acknowledged batch that was not read back as missing.
+func TestCompareReadBackFindsLoss(t *testing.T) {
+	acks := []ack{{id: 1}, {id: 2}, {id: 3}}
+	acked, present, missing, unacked := compareReadBack(acks, []uint64{1, 3, 4})
+	if acked != 3 || present != 3 || missing != 1 || unacked != 1 {
+		t.Fatalf("acked %d present %d missing %d unacked %d, want 3 3 1 1", acked, present, missing, unacked)
+	}
+}

@@ -104,24 +104,30 @@ func runFailover(engine, dir string, writers int, warmup, after time.Duration, l
 	if err != nil {
 		return res, fmt.Errorf("read back from the survivors: %w", err)
 	}
-	present := make(map[uint64]bool, len(ids))
-	for _, id := range ids {
-		present[id] = true
-	}
-	res.Acked, res.Present = len(acks), len(present)
-	acked := make(map[uint64]bool, len(acks))
-	for _, a := range acks {
-		acked[a.id] = true
-		if !present[a.id] {
-			res.Missing++
-		}
-	}
-	for id := range present {
-		if !acked[id] {
-			res.Unacked++
-		}
-	}
+	res.Acked, res.Present, res.Missing, res.Unacked = compareReadBack(acks, ids)
 	return res, nil
+}
+
+// compareReadBack counts the acknowledged batches, the batches read back, the acknowledged ones
+// that were not read back, and the ones read back that were never acknowledged.
+func compareReadBack(acks []ack, ids []uint64) (acked, present, missing, unacked int) {
+	readBack := make(map[uint64]bool, len(ids))
+	for _, id := range ids {
+		readBack[id] = true
+	}
+	ackedIDs := make(map[uint64]bool, len(acks))
+	for _, a := range acks {
+		ackedIDs[a.id] = true
+		if !readBack[a.id] {
+			missing++
+		}
+	}
+	for id := range readBack {
+		if !ackedIDs[id] {
+			unacked++
+		}
+	}
+	return len(acks), len(readBack), missing, unacked
 }
 
 // commitUntilAcked submits the same batch until it is acknowledged, as an MQTT client resends
