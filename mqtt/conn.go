@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"log/slog"
 	"net"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -173,6 +174,18 @@ func (c *conn) writeLoop() {
 		if buf.Cap() <= 64<<10 {
 			buf.Reset()
 			writeBuffers.Put(buf)
+		}
+	}()
+	// A panic while encoding closes this connection only; what it did not send, the session resends
+	// on resume, as after any lost connection.
+	defer func() {
+		if r := recover(); r != nil {
+			c.log().Error("panic in connection writer; closing it", slog.Any("panic", r), slog.String("stack", string(debug.Stack())))
+			c.mu.Lock()
+			c.closing, c.queue = true, nil // the writer stays marked running: nothing else may write
+			c.mu.Unlock()
+			c.nc.Close()
+			close(c.writerDone)
 		}
 	}()
 	for {
