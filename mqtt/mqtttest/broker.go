@@ -63,7 +63,7 @@ type Broker struct {
 }
 
 // StartBroker starts a broker on 127.0.0.1:0 with its state in a new t.TempDir(), serving in a
-// goroutine until t's cleanup shuts it down and checks the store it left (see checkStore). Unless an option sets a Logger, the broker logs at
+// goroutine until t's cleanup shuts it down and checks the store it left (see CheckStore). Unless an option sets a Logger, the broker logs at
 // debug level into a buffer whose end is printed if the test fails.
 func StartBroker(t testing.TB, opts ...Option) *Broker {
 	t.Helper()
@@ -79,7 +79,7 @@ func StartBroker(t testing.TB, opts ...Option) *Broker {
 	b.Start(t)
 	t.Cleanup(func() {
 		b.Stop(t)
-		checkStore(t, b.Dir)
+		CheckStore(t, b.Dir)
 		if t.Failed() {
 			log := b.logs.String()
 			if len(log) > maxLogShown {

@@ -14,7 +14,7 @@ import (
 	"github.com/oncemq/oncemq/mqtt"
 )
 
-// checkStore reopens the data file of a stopped broker and fails t with every broken invariant, as
+// CheckStore reopens the data file in dir of a stopped broker and fails t with every broken invariant, as
 // bbolt's own test helper checks its file after each test: every integration test is also a test
 // that the broker left a consistent store behind, not only that its clients saw the right packets.
 //
@@ -22,7 +22,7 @@ import (
 // open it. Open repairs what it can (entries without a session, entries whose message is missing,
 // messages nobody refers to) with a warning or a count in its log instead of failing, so the
 // warnings and those counts are violations too.
-func checkStore(t testing.TB, dir string) {
+func CheckStore(t testing.TB, dir string) {
 	t.Helper()
 	path := filepath.Join(dir, mqtt.DataFile)
 	if _, err := os.Stat(path); err != nil {

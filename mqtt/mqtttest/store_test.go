@@ -12,7 +12,7 @@ import (
 	"github.com/oncemq/oncemq/mqtt"
 )
 
-// recordingTB keeps what checkStore reports instead of failing the test.
+// recordingTB keeps what CheckStore reports instead of failing the test.
 type recordingTB struct {
 	testing.TB
 	errors []string
@@ -50,7 +50,7 @@ func session(b *inflight.Batch) {
 	b.PutSession(inflight.SessionRecord{ClientID: client, ProtocolVersion: 5, ExpiryInterval: 300})
 }
 
-// checkStore passes a consistent store and reports each kind of damage inflight.Open repairs
+// CheckStore passes a consistent store and reports each kind of damage inflight.Open repairs
 // quietly, and a missing file.
 func TestCheckStore(t *testing.T) {
 	for _, tc := range []struct {
@@ -81,7 +81,7 @@ func TestCheckStore(t *testing.T) {
 			dir := t.TempDir()
 			writeStore(t, dir, tc.fill)
 			rec := &recordingTB{TB: t}
-			checkStore(rec, dir)
+			CheckStore(rec, dir)
 			report := strings.Join(rec.errors, "\n")
 			t.Logf("report: %s", report)
 			switch {
@@ -94,7 +94,7 @@ func TestCheckStore(t *testing.T) {
 	}
 	t.Run("missing file", func(t *testing.T) {
 		rec := &recordingTB{TB: t}
-		checkStore(rec, t.TempDir())
+		CheckStore(rec, t.TempDir())
 		if len(rec.errors) != 1 || !strings.Contains(rec.errors[0], mqtt.DataFile) {
 			t.Fatalf("got %q, want one error naming %s", rec.errors, mqtt.DataFile)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/oncemq/oncemq/cmd/internal/childproc"
+	"github.com/oncemq/oncemq/mqtt/mqtttest"
 )
 
 // Timeouts for the child process: generous, as they only bound a failure.
@@ -36,7 +37,8 @@ var startedLine = regexp.MustCompile(`msg="oncemq started" .*\blisten=(127\.0\.0
 // StartBroker runs `bin serve` on 127.0.0.1 port 0 with its state in dataDir and waits until it
 // listens. env (ONCEMQ_CRASH_AT=...) is added to the test's environment less its ONCEMQ_*
 // variables; args follow the defaults (a later flag wins). The process is killed in t's cleanup if
-// still running, and its output is logged if t failed.
+// still running, the store it left is checked (mqtttest.CheckStore: a SIGKILLed broker must leave a
+// consistent file too), and its output is logged if t failed.
 func StartBroker(t testing.TB, bin, dataDir string, env []string, args ...string) *Broker {
 	t.Helper()
 	b := &Broker{DataDir: dataDir, bin: bin, env: env, t: t,
@@ -53,6 +55,9 @@ func StartBroker(t testing.TB, bin, dataDir string, env []string, args ...string
 	b.proc = proc
 	t.Cleanup(func() {
 		b.Kill()
+		if b.proc.Exit().Killed() || b.proc.Exit().Clean() {
+			mqtttest.CheckStore(t, dataDir)
+		}
 		if t.Failed() {
 			t.Logf("oncemq (pid %d, args %q, env %q) output:\n%s", proc.Pid(), b.argv, env, b.Log())
 		}
