@@ -211,15 +211,5 @@ func findRepo() (string, error) {
 
 // buildOncemq builds ./cmd/oncemq of repo into out.
 func buildOncemq(ctx context.Context, repo, out string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/oncemq")
-	cmd.Dir = repo
-	b, err := cmd.CombinedOutput()
-	if err != nil {
-		msg := strings.TrimSpace(string(b))
-		if len(msg) > 600 {
-			msg = msg[:600] + "..."
-		}
-		return fmt.Errorf("go build ./cmd/oncemq in %s: %v: %s", repo, err, msg)
-	}
-	return nil
+	return childproc.GoBuild(ctx, repo, out, "./cmd/oncemq")
 }

@@ -254,3 +254,24 @@ func EnvironWithout(prefix string) []string {
 	}
 	return env
 }
+
+// GoBuild runs `go build -o out [-tags tags] pkg` in dir ("" for the current folder), the one way
+// the tests and the benchmark build the broker they start. Its error carries go build's output,
+// cut to a readable length.
+func GoBuild(ctx context.Context, dir, out, pkg string, tags ...string) error {
+	args := []string{"build", "-o", out}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
+	args = append(args, pkg)
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = dir
+	if b, err := cmd.CombinedOutput(); err != nil {
+		msg := strings.TrimSpace(string(b))
+		if len(msg) > 2000 {
+			msg = msg[:2000] + "..."
+		}
+		return fmt.Errorf("go %s (in %q): %v: %s", strings.Join(args, " "), dir, err, msg)
+	}
+	return nil
+}

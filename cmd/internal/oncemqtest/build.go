@@ -4,14 +4,15 @@
 package oncemqtest
 
 import (
-	"fmt"
+	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/oncemq/oncemq/cmd/internal/childproc"
 )
 
 // oncemqPackage is built by Build; a package path works from any directory of the module.
@@ -71,13 +72,12 @@ func goBuild(tags string) (string, error) {
 	}
 	path := filepath.Join(builds.dir, name)
 	builds.mu.Unlock()
-	args := []string{"build", "-o", path}
+	var tagList []string
 	if tags != "" {
-		args = append(args, "-tags", tags)
+		tagList = strings.Split(tags, ",")
 	}
-	args = append(args, oncemqPackage)
-	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	if err := childproc.GoBuild(context.Background(), "", path, oncemqPackage, tagList...); err != nil {
+		return "", err
 	}
 	return path, nil
 }
