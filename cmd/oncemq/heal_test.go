@@ -110,6 +110,7 @@ func testDiskFullHeals(t *testing.T, b *oncemqtest.Broker, disk diskFiller) {
 		t.Fatalf("the broker's log does not say the disk is full:\n%s", log)
 	}
 
+	awaitLog(t, b, "store not reopened yet; retrying") // the reopening tries while the disk is full
 	disk.free(t)
 	awaitServing(t, b)
 	if !b.Running() || b.Proc().Pid() != pid {
@@ -119,6 +120,18 @@ func testDiskFullHeals(t *testing.T, b *oncemqtest.Broker, disk diskFiller) {
 		t.Errorf("the broker's log does not say the store healed:\n%s", log)
 	}
 	checkDelivered(t, b, f, nil)
+}
+
+// awaitLog waits until the broker's log has line in it.
+func awaitLog(t *testing.T, b *oncemqtest.Broker, line string) {
+	t.Helper()
+	deadline := time.Now().Add(healTimeout)
+	for !strings.Contains(b.Log(), line) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the broker's log does not say %q within %v:\n%s", line, healTimeout, b.Log())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // awaitServing connects until the broker accepts a CONNECT again; every refusal meanwhile must be
