@@ -173,6 +173,9 @@ func (j *Journal) commit(round []submitted, invalid map[int]error) (err error) {
 			err = fmt.Errorf("commit panicked: %v", r)
 		}
 	}()
+	if err := syncFailpoint(); err != nil {
+		return err
+	}
 	return j.db.Update(func(tx *bolt.Tx) error {
 		bk, err := txBuckets(tx)
 		if err != nil {
@@ -192,12 +195,17 @@ func (j *Journal) commit(round []submitted, invalid map[int]error) (err error) {
 	})
 }
 
-// fail records the first commit error and returns what every batch gets from now on.
+// fail records the first commit error, classified (ErrDiskFull or ErrIO), tells Options.OnFail,
+// and returns what every batch gets from now on.
 func (j *Journal) fail(cause error) error {
-	failure := fmt.Errorf("%w: commit to %s: %w", ErrFailed, j.path, cause)
+	kind := classify(cause)
+	failure := fmt.Errorf("%w: %w: commit to %s: %w", ErrFailed, kind, j.path, cause)
 	if j.failure.CompareAndSwap(nil, &failure) {
-		j.log.Error("inflight: journal failed: refusing further changes until restart",
-			slog.String("path", j.path), slog.Any("error", cause))
+		j.log.Error("inflight: journal failed: refusing further changes",
+			slog.String("path", j.path), slog.String("kind", kind.Error()), slog.Any("error", cause))
+		if j.onFail != nil {
+			j.onFail(failure)
+		}
 	}
 	return j.Err()
 }

@@ -12,12 +12,14 @@ import (
 
 // A commit that fails on the disk fails every batch of its round and every batch after it, the
 // journal stays failed even once the disk works again (it does not touch the file), and the file
-// holds exactly what was acknowledged.
+// holds exactly what was acknowledged. A write that fails for another reason than space is ErrIO,
+// and OnFail hears of the failure once.
 //
 // The failure is a real one: the descriptor bbolt writes through is swapped, under bbolt, for a
 // read-only one on the same file, so the commit's write fails with EBADF from the kernel.
 func TestCommitFailureFailsTheRoundAndAfter(t *testing.T) {
-	j, _, path := openTest(t, "", nil)
+	failures := make(chan error, 4)
+	j, _, path := openTest(t, "", &Options{OnFail: func(err error) { failures <- err }})
 	results := make([]chan error, 5)
 	for i := range results {
 		results[i] = make(chan error, 1)
@@ -44,9 +46,14 @@ func TestCommitFailureFailsTheRoundAndAfter(t *testing.T) {
 
 	for i := 1; i <= 3; i++ {
 		err := <-results[i]
-		if !errors.Is(err, ErrFailed) || !errors.Is(err, syscall.EBADF) {
-			t.Errorf("batch %d of the failing round: err = %v, want ErrFailed wrapping the write's EBADF", i, err)
+		if !errors.Is(err, ErrFailed) || !errors.Is(err, ErrIO) || errors.Is(err, ErrDiskFull) || !errors.Is(err, syscall.EBADF) {
+			t.Errorf("batch %d of the failing round: err = %v, want ErrFailed and ErrIO wrapping the write's EBADF", i, err)
 		}
+	}
+	if got := len(failures); got != 1 {
+		t.Errorf("OnFail called %d times, want once", got)
+	} else if err := <-failures; !errors.Is(err, ErrIO) {
+		t.Errorf("OnFail got %v, want ErrIO", err)
 	}
 	if err := j.Err(); !errors.Is(err, ErrFailed) {
 		t.Errorf("Err() = %v", err)
@@ -79,19 +86,26 @@ func TestCommitFailureFailsTheRoundAndAfter(t *testing.T) {
 // by a file the test opens next.) heal puts a writable descriptor back under that number.
 func breakDescriptor(t *testing.T, path string) (heal func()) {
 	t.Helper()
+	return swapDescriptor(t, path, path, os.O_RDONLY)
+}
+
+// swapDescriptor puts a descriptor on other, opened with flag, under the number through which this
+// process writes path; heal puts a writable descriptor on path back.
+func swapDescriptor(t *testing.T, path, other string, flag int) (heal func()) {
+	t.Helper()
 	fd := descriptorOf(t, path)
-	swap := func(flag int) {
-		f, err := os.OpenFile(path, flag, 0)
+	swap := func(name string, flag int) {
+		f, err := os.OpenFile(name, flag, 0)
 		if err != nil {
-			t.Fatalf("open %s: %v", path, err)
+			t.Fatalf("open %s: %v", name, err)
 		}
 		defer f.Close()
 		if err := syscall.Dup3(int(f.Fd()), fd, syscall.O_CLOEXEC); err != nil {
 			t.Fatalf("dup3 onto descriptor %d: %v", fd, err)
 		}
 	}
-	swap(os.O_RDONLY)
-	return func() { swap(os.O_RDWR) }
+	swap(other, flag)
+	return func() { swap(path, os.O_RDWR) }
 }
 
 // descriptorOf finds the one descriptor of this process open on path.

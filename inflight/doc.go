@@ -40,7 +40,11 @@
 //
 // If a commit fails, every batch in it gets the error, none is acknowledged, and the journal is
 // failed: every later Submit gets ErrFailed (wrapping the first error) without touching the file.
-// The broker then refuses new QoS 1 and 2 work. A restart recovers the last committed state.
+// The broker then refuses new QoS 1 and 2 work, and Options.OnFail is told. The error also wraps
+// the kind of failure: ErrDiskFull (no room to write: closing the journal and opening the file
+// again once there is space recovers the last committed state) or ErrIO (an I/O error, a failed
+// sync, anything else: the file cannot be trusted until the process restarts). failure.go says how
+// bbolt's errors are told apart.
 //
 // The hot path never reads bbolt: the file is read only by Open, to rebuild the state.
 //

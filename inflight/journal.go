@@ -9,7 +9,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// ErrFailed is returned (wrapped around the first error) by every Submit after a commit failed.
+// ErrFailed is returned by every Submit after a commit failed, wrapped around ErrDiskFull or ErrIO
+// (what kind of failure) and the first error.
 var ErrFailed = errors.New("inflight: journal failed")
 
 // ErrClosed is returned by Submit after Close.
@@ -24,6 +25,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Now returns the current time in unix nanoseconds; nil means time.Now. Tests shift it.
 	Now func() int64
+	// OnFail, if not nil, is called once when a commit fails, with the error every batch gets
+	// from then on (ErrFailed wrapping ErrDiskFull or ErrIO). It runs on the committer goroutine
+	// before the failed batches' done callbacks: it must not block and must not call Close.
+	OnFail func(error)
 }
 
 // Recovered is the durable state read by Open, for the session layer to rebuild its working copy.
@@ -63,6 +68,8 @@ type Journal struct {
 	db   *bolt.DB
 	log  *slog.Logger
 	seq  atomic.Uint64 // last message sequence handed out
+
+	onFail func(error) // Options.OnFail
 
 	mu         sync.Mutex  // guards following
 	pending    []submitted // submitted, not yet taken by the committer

@@ -52,6 +52,7 @@ func Open(path string, opts *Options) (*Journal, *Recovered, error) {
 		path:    path,
 		db:      db,
 		log:     o.Logger,
+		onFail:  o.OnFail,
 		wake:    make(chan struct{}, 1),
 		stopped: make(chan struct{}),
 	}

@@ -54,6 +54,7 @@ type conn struct {
 	// Set by the reader during CONNECT, read-only afterwards.
 	version       byte
 	clientID      string
+	eng           *engine // the store and sessions it connected to; a heal closes the connection
 	sess          *session.Session
 	info          *Client           // the client as the hooks see it, once authenticated
 	maxPacketSize uint32            // the client's; 0 unlimited

@@ -33,6 +33,12 @@ func (c *conn) handleConnect() error {
 	if err != nil {
 		return err
 	}
+	if c.eng, err = c.srv.engine(); err != nil {
+		// The store failed: no session, not even one kept in memory only, is opened until it is
+		// healed, so that every client sees the same answer and retries.
+		c.refuseConnect(reason.ServerUnavailable, err)
+		return errConnectRefused
+	}
 	if err := c.authenticate(deadline, &pk, &req); err != nil {
 		return err
 	}
@@ -186,11 +192,15 @@ func (c *conn) authenticate(deadline time.Time, pk *packets.Packet, req *session
 func (c *conn) openSession(req session.ConnectRequest, props packets.Properties) error {
 	acked := make(chan error, 1)
 	var sessionPresent bool
-	c.sess = c.srv.broker.Connect(req, c, func(present bool, err error) {
+	c.sess = c.eng.broker.Connect(req, c, func(present bool, err error) {
 		defer func() { acked <- err }()
 		if err != nil {
+			code := reason.UnspecifiedError
+			if storeUnavailable(err) {
+				code = reason.ServerUnavailable // the store failed meanwhile: as if it had before
+			}
 			c.log().Error("connect not committed", slog.Any("err", err))
-			c.sendConnack(reason.UnspecifiedError, false, packets.Properties{})
+			c.sendConnack(code, false, packets.Properties{})
 			return
 		}
 		sessionPresent = present

@@ -48,7 +48,7 @@ func (c *conn) handlePingreq() {
 // that ends with its connection into one that outlives it [MQTT-3.14.2-2].
 func (c *conn) handleDisconnect(pk *packets.Packet) error {
 	if c.version == 5 && pk.Properties.SessionExpiryIntervalFlag && pk.Properties.SessionExpiryInterval > 0 &&
-		c.srv.broker.SessionExpiry(c.sess) == 0 {
+		c.eng.broker.SessionExpiry(c.sess) == 0 {
 		return protocolViolation("DISCONNECT sets a Session Expiry Interval after CONNECT set 0")
 	}
 	return errDisconnect

@@ -70,7 +70,7 @@ func (c *conn) handlePublish(pk *packets.Packet) error {
 	if m.QoS == 1 {
 		c.qos1Pending.Add(1)
 	}
-	err := c.srv.broker.Publish(c.sess, c, m, pk.PacketID, quota)
+	err := c.eng.broker.Publish(c.sess, c, m, pk.PacketID, quota)
 	if errors.Is(err, session.ErrReceiveMaximumExceeded) {
 		return &protocolError{code: reason.ReceiveMaximumExceeded, msg: "receive maximum exceeded"}
 	}
@@ -83,7 +83,7 @@ func (c *conn) handlePublish(pk *packets.Packet) error {
 func (c *conn) refusePublish(pk *packets.Packet, code reason.Code) error {
 	c.log().Debug("publish refused", slog.String("topic", pk.TopicName), slog.String("reason", code.String()))
 	if pk.FixedHeader.Qos > 0 {
-		c.srv.broker.Refuse(c.sess, c, pk.FixedHeader.Qos, pk.PacketID, code)
+		c.eng.broker.Refuse(c.sess, c, pk.FixedHeader.Qos, pk.PacketID, code)
 	}
 	return nil
 }

@@ -36,7 +36,7 @@ func (c *conn) serve() {
 		// sees the close and reconnects at once must find the session already offline (or ended,
 		// with Session Expiry 0), not take over a connection that is gone [MQTT-4.1.0-2].
 		if c.sess != nil && !c.srv.shuttingDown.Load() {
-			c.srv.broker.Disconnected(c.sess, c, end.publishWill, end.newExpiry)
+			c.eng.broker.Disconnected(c.sess, c, end.publishWill, end.newExpiry)
 		}
 		c.Close(end.closeReason)
 		<-c.writerDone

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,17 +23,23 @@ var ErrServerClosed = errors.New("mqtt: server closed")
 type Server struct {
 	opts    Options
 	log     *slog.Logger
-	journal *inflight.Journal
-	broker  *session.Broker
+	metrics session.Metrics // the counts of every engine, across heals
+	failed  chan error      // capacity 1: the store failed (inflight.Options.OnFail)
+
+	storeFailures, heals atomic.Uint64
 
 	// ctx ends when the server stops; it bounds what hooks do on a connection's behalf.
 	ctx    context.Context
 	cancel context.CancelFunc
 
 	shuttingDown atomic.Bool
-	mu           sync.Mutex // guards listeners and conns
+	mu           sync.Mutex // guards the following up to connWG
 	listeners    map[net.Listener]struct{}
 	conns        map[*conn]struct{}
+	eng          *engine        // the store and sessions that serve; nil while healing or after fatal
+	healing      error          // the failure being healed; nil when eng serves
+	fatal        error          // ErrStoreFailed wrapping the failure that ended the service
+	retired      inflight.Stats // the counters of the journals closed by heals
 	connWG       sync.WaitGroup // one per connection goroutine
 	background   sync.WaitGroup // the drop report
 	stopReport   chan struct{}
@@ -49,28 +54,22 @@ type Server struct {
 // serves nothing until Serve or ListenAndServe is called.
 func New(opts Options) (*Server, error) {
 	opts.setDefaults()
-	path := filepath.Join(opts.DataDir, DataFile)
-	j, rec, err := inflight.Open(path, &inflight.Options{NoSync: opts.NoSync, Logger: opts.Logger})
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		opts:       opts,
 		log:        opts.Logger,
-		journal:    j,
-		ctx:        ctx,
-		cancel:     cancel,
+		failed:     make(chan error, 1),
 		listeners:  make(map[net.Listener]struct{}),
 		conns:      make(map[*conn]struct{}),
 		stopReport: make(chan struct{}),
 	}
-	sopts := session.Options{MaxQueued: opts.MaxQueued, Logger: opts.Logger, OnDrop: opts.Events.Drop}
-	if opts.Authorizer != nil {
-		sopts.MayRead = opts.Authorizer.CanRead
+	eng, err := s.openEngine()
+	if err != nil {
+		return nil, err
 	}
-	s.broker = session.New(j, rec, sopts)
-	s.background.Go(func() { reportLoop(s.log, &s.broker.Metrics, s.stopReport) })
+	s.eng = eng
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.background.Go(func() { reportLoop(s.log, &s.metrics, s.stopReport) })
+	s.background.Go(s.watchStore)
 	return s, nil
 }
 
@@ -87,18 +86,22 @@ func (s *Server) ListenAndServe() error {
 // may be called for several listeners at once (TCP, TLS, WebSocket adapters): they all serve the
 // same sessions. Temporary accept errors, such as running out of file descriptors, back off instead
 // of spinning. A TLS listener (crypto/tls) gives the hooks the client's certificate.
+//
+// A store that fills the disk is healed while Serve goes on (see Readiness). A store that fails
+// otherwise (an I/O error) ends the service: Serve returns an error wrapping ErrStoreFailed, and
+// the program should Close the Server and end, so that its next start recovers from the disk.
 func (s *Server) Serve(ln net.Listener) error {
-	if !s.track(ln) {
+	if err := s.track(ln); err != nil {
 		ln.Close()
-		return ErrServerClosed
+		return err
 	}
 	defer s.untrack(ln)
 	var backoff time.Duration
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
-			if s.shuttingDown.Load() {
-				return ErrServerClosed
+			if err := s.stopped(); err != nil {
+				return err
 			}
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, errTooManyFiles) {
@@ -118,7 +121,7 @@ func (s *Server) Serve(ln net.Listener) error {
 func (s *Server) start(c *conn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.shuttingDown.Load() {
+	if s.shuttingDown.Load() || s.fatal != nil {
 		c.nc.Close()
 		return
 	}
@@ -133,14 +136,31 @@ func (s *Server) start(c *conn) {
 	})
 }
 
-func (s *Server) track(ln net.Listener) bool {
+func (s *Server) track(ln net.Listener) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.fatal != nil {
+		return s.fatal
+	}
 	if s.shuttingDown.Load() {
-		return false
+		return ErrServerClosed
 	}
 	s.listeners[ln] = struct{}{}
-	return true
+	return nil
+}
+
+// stopped is what Serve returns once its listener is closed by the server: the store's fatal
+// failure, or ErrServerClosed; nil if the server did not close it.
+func (s *Server) stopped() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fatal != nil {
+		return s.fatal
+	}
+	if s.shuttingDown.Load() {
+		return ErrServerClosed
+	}
+	return nil
 }
 
 func (s *Server) untrack(ln net.Listener) {
@@ -178,10 +198,15 @@ func (s *Server) stop(ctx context.Context, disconnect ReasonCode) error {
 		s.cancel()
 		s.stopErr = s.waitConns(ctx)
 		close(s.stopReport)
-		s.background.Wait()
-		s.broker.Close()
-		if err := s.journal.Close(); err != nil && s.stopErr == nil {
-			s.stopErr = fmt.Errorf("close store: %w", err)
+		s.background.Wait() // a heal under way gives up, and leaves s.eng nil or in service
+		s.mu.Lock()
+		eng := s.eng
+		s.eng = nil
+		s.mu.Unlock()
+		if eng != nil {
+			if err := eng.close(); err != nil && s.stopErr == nil {
+				s.stopErr = err
+			}
 		}
 	})
 	return s.stopErr

@@ -22,8 +22,12 @@ func (s *Server) Publish(ctx context.Context, msg Message) error {
 	if s.shuttingDown.Load() {
 		return ErrServerClosed
 	}
+	eng, err := s.engine()
+	if err != nil {
+		return fmt.Errorf("publish to %s: %w", msg.Topic, err)
+	}
 	done := make(chan error, 1)
-	s.broker.PublishLocal(msg.message(time.Now().UnixNano()), func(err error) { done <- err })
+	eng.broker.PublishLocal(msg.message(time.Now().UnixNano()), func(err error) { done <- err })
 	select {
 	case err := <-done:
 		if err != nil {

@@ -1,5 +1,7 @@
 package mqtt
 
+import "github.com/oncemq/oncemq/session"
+
 // Stats is a snapshot of what the broker holds and has done since it started.
 type Stats struct {
 	Connections      int // open network connections, CONNECT not yet done included
@@ -21,15 +23,24 @@ type Stats struct {
 	Batches        uint64 // batches of changes submitted (each one a PUBLISH, an ack, a CONNECT...)
 	Records        uint64 // records written
 	CommitFailures uint64 // batches whose commit failed
+
+	// The store's failures since start (each one the disk filling or an I/O error), and the heals:
+	// the store reopened after a full disk (see Server.Readiness).
+	StoreFailures uint64
+	StoreHeals    uint64
 }
 
 // Stats reports what the broker holds and has done. It takes the broker's lock briefly.
 func (s *Server) Stats() Stats {
 	s.mu.Lock()
-	conns := len(s.conns)
+	conns, eng, js := len(s.conns), s.eng, s.retired
 	s.mu.Unlock()
-	bs := s.broker.Stats()
-	js := s.journal.Stats()
+	var bs session.Stats
+	if eng != nil {
+		bs = eng.broker.Stats()
+		cur := eng.journal.Stats()
+		js.Commits, js.Batches, js.Ops = js.Commits+cur.Commits, js.Batches+cur.Batches, js.Ops+cur.Ops
+	}
 	return Stats{
 		Connections:      conns,
 		Sessions:         bs.Sessions,
@@ -38,14 +49,16 @@ func (s *Server) Stats() Stats {
 		OutboundInFlight: bs.OutboundInFlight,
 		Queued:           bs.Queued,
 		Retained:         bs.Retained,
-		DroppedQueueFull: bs.QueueOverflow,
-		DroppedExpired:   bs.Expired,
-		DroppedTooLarge:  bs.TooLarge,
-		NotAuthorized:    bs.NotAuthorized,
-		SessionsExpired:  bs.SessionsExpired,
+		DroppedQueueFull: s.metrics.QueueOverflow.Load(),
+		DroppedExpired:   s.metrics.Expired.Load(),
+		DroppedTooLarge:  s.metrics.TooLarge.Load(),
+		NotAuthorized:    s.metrics.NotAuthorized.Load(),
+		SessionsExpired:  s.metrics.SessionsExpired.Load(),
 		Commits:          js.Commits,
 		Batches:          js.Batches,
 		Records:          js.Ops,
-		CommitFailures:   bs.CommitFailures,
+		CommitFailures:   s.metrics.CommitFailures.Load(),
+		StoreFailures:    s.storeFailures.Load(),
+		StoreHeals:       s.heals.Load(),
 	}
 }

@@ -25,7 +25,7 @@ func (c *conn) handleSubscribe(pk *packets.Packet) error {
 		}
 		filters[i] = f.Filter
 	}
-	codes := c.srv.broker.Subscribe(c.sess, c, pk.PacketID, reqs)
+	codes := c.eng.broker.Subscribe(c.sess, c, pk.PacketID, reqs)
 	if ev := c.srv.opts.Events.Subscribe; ev != nil {
 		ev(c.client(), filters, codes)
 	}
@@ -41,6 +41,6 @@ func (c *conn) handleUnsubscribe(pk *packets.Packet) error {
 	for i, f := range pk.Filters {
 		filters[i] = f.Filter
 	}
-	c.srv.broker.Unsubscribe(c.sess, c, pk.PacketID, filters)
+	c.eng.broker.Unsubscribe(c.sess, c, pk.PacketID, filters)
 	return nil
 }

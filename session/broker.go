@@ -29,6 +29,11 @@ type Options struct {
 	//
 	// It is called with Broker.mu held: it must not block and must not call back into the Broker.
 	OnDrop func(clientID, topic string, why DropReason)
+
+	// Metrics is where the broker counts; nil means counters of its own. A caller that replaces
+	// its Broker (package mqtt does when it reopens a store that failed) passes the same Metrics
+	// to each, so that the counts run on.
+	Metrics *Metrics
 }
 
 // Journal is what the session layer needs of the durable journal. *inflight.Journal implements it;
@@ -55,7 +60,7 @@ type Broker struct {
 	opts    Options
 
 	// Metrics counts drops, refusals and failures. Its counters are atomic: read them at any time.
-	Metrics Metrics
+	Metrics *Metrics
 
 	mu       sync.Mutex // guards the following and every Session
 	sessions map[string]*Session
@@ -75,7 +80,11 @@ func New(j Journal, rec *inflight.Recovered, opts Options) *Broker {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Metrics == nil {
+		opts.Metrics = new(Metrics)
+	}
 	b := &Broker{
+		Metrics:  opts.Metrics,
 		journal:  j,
 		log:      opts.Logger,
 		now:      opts.Now,

@@ -2,21 +2,20 @@
 
 package main
 
-// Store failure, injected where a real disk fails: the broker child's file size limit
-// (RLIMIT_FSIZE) is lowered to the size of its data file while it runs, so that the next commit
-// that must grow the file fails with EFBIG. A Go program does not die of the SIGXFSZ that comes
-// with it: the runtime catches the signal and, with no os/signal.Notify for it, does nothing (see
-// the os/signal package documentation), so the write just fails.
+// Helpers of the store-failure tests (heal_test.go): a publisher that fills the store, and the
+// broker child's file size limit (RLIMIT_FSIZE), lowered to the size of its data file while it
+// runs so that the next commit that must grow the file fails with EFBIG. A Go program does not
+// die of the SIGXFSZ that comes with it: the runtime catches the signal and, with no
+// os/signal.Notify for it, does nothing (see the os/signal package documentation), so the write
+// just fails.
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,68 +23,15 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/oncemq/oncemq/cmd/internal/oncemqtest"
-	"github.com/oncemq/oncemq/cmd/oncemq/internal/mqttclient"
 )
 
 const (
-	failWatcherID  = "fail-watcher"
-	failPayload    = 4096             // bytes of padding per message: the file must grow soon
-	failMaxFill    = 3000             // messages published at most before the store must have failed
-	failFillTime   = 60 * time.Second // and for at most this long
-	failBeforeCap  = 8                // messages committed before the limit is lowered
-	failRefusedTry = 3                // QoS 1 and QoS 2 publishes checked for refusal after the failure
+	failWatcherID = "fail-watcher"
+	failPayload   = 4096             // bytes of padding per message: the file must grow soon
+	failMaxFill   = 3000             // messages published at most before the store must have failed
+	failFillTime  = 60 * time.Second // and for at most this long
+	failBeforeCap = 8                // messages committed before the disk is filled
 )
-
-// A store that fails is never answered with an acknowledgement (DESIGN §1, checklist B3, B15): the
-// PUBLISH whose commit failed gets no acknowledgement; later 5.0 QoS 1/2 PUBLISHes are refused with
-// PUBACK/PUBREC 0x80 on a connection that stays up, and a 3.1.1 QoS 1 PUBLISH, which has no way to
-// be refused, closes its connection without PUBACK. The broker does not die. After a restart
-// without the limit, every message that WAS acknowledged is there exactly once, and none that was
-// refused.
-func TestStoreFailureRefusesQoS12(t *testing.T) {
-	t.Parallel()
-	b := startBroker(t, t.TempDir(), nil)
-	// A persistent subscriber, offline while the store fails: every message acknowledged to the
-	// publisher is queued for it in the store.
-	watcher := dialRaw(t, b.Addr, "watcher")
-	watcher.connect(failWatcherID, false)
-	watcher.subscribe(1, crashTopic, 2) // rawClient publishes on crashTopic
-	watcher.write(mqttclient.Disconnect(0))
-	watcher.untilClosed()
-
-	pub := dialRaw(t, b.Addr, "publisher")
-	pub.connectClean("fail-publisher")
-	// The clients that publish after the failure connect before it: a CONNECT needs a commit too.
-	v5 := dialRaw(t, b.Addr, "5.0 publisher after the failure")
-	v5.connectClean("fail-refused")
-	v311 := dialV311(t, b.Addr, "fail-v311")
-	f := &filler{c: pub, acked: map[string]bool{}}
-	if f.fill(failBeforeCap) {
-		t.Fatalf("the store failed before any limit was set:\n%s", b.Log())
-	}
-	limitFileSize(t, b, filepath.Join(b.DataDir, "oncemq.db"))
-	if !f.fill(failMaxFill) {
-		t.Fatalf("the store did not fail within %d messages of %d bytes under the file size limit", failMaxFill, failPayload)
-	}
-	t.Logf("the store failed after %d acknowledged messages: %s", len(f.acked), f.ending)
-	if !b.Running() {
-		t.Fatalf("the broker died instead of refusing: %v", b.Proc().Exit())
-	}
-	if log := b.Log(); !strings.Contains(log, "file too large") {
-		t.Fatalf("the broker's log does not show the EFBIG that should have failed the store:\n%s", log)
-	}
-
-	refused := checkRefusedV5(v5)
-	checkClosedV311(t, v311)
-	if !b.Running() {
-		t.Fatalf("the broker died while refusing: %v", b.Proc().Exit())
-	}
-
-	e, err := b.Proc().Stop(oncemqtest.ExitTimeout)
-	t.Logf("broker with the failed store stopped: %v (%v)", e, err)
-	b = b.Restart(t, nil)
-	checkDelivered(t, b, f, refused)
-}
 
 // connectClean connects with Clean Start 1 and no Session Expiry: a session that lives in memory
 // only and ends with the connection.
@@ -192,29 +138,6 @@ func limitFileSize(t *testing.T, b *oncemqtest.Broker, file string) {
 	t.Logf("the broker's file size limit is now %d bytes, the size of %s", lim.Cur, filepath.Base(file))
 }
 
-// checkRefusedV5 publishes at QoS 1 and 2 from the 5.0 client c: each must be refused with 0x80,
-// never acknowledged, and the connection stays up (PINGREQ still answered). It returns the refused
-// messages' keys.
-func checkRefusedV5(c *rawClient) []string {
-	c.t.Helper()
-	var keys []string
-	for i := range failRefusedTry {
-		for _, qos := range []byte{1, 2} {
-			id := uint16(2*i + int(qos))
-			key := fmt.Sprintf("refused-q%d-%d", qos, i)
-			keys = append(keys, key)
-			c.publish(id, key, qos, false)
-			typ := byte(packets.Puback)
-			if qos == 2 {
-				typ = packets.Pubrec
-			}
-			c.expectAck(typ, id, 0x80)
-		}
-	}
-	c.sync()
-	return keys
-}
-
 // dialV311 connects a 3.1.1 client with CleanSession 1, scripted byte by byte (the test's own
 // client speaks 5.0 only).
 func dialV311(t *testing.T, addr, clientID string) net.Conn {
@@ -234,27 +157,6 @@ func dialV311(t *testing.T, addr, clientID string) net.Conn {
 		t.Fatalf("3.1.1 CONNACK: % x, %v; want 20 02 00 00", connack, err)
 	}
 	return nc
-}
-
-// checkClosedV311 publishes at QoS 1 from the 3.1.1 connection nc: 3.1.1 has no refusal, so the
-// broker must close the connection, and send no PUBACK before it does.
-func checkClosedV311(t *testing.T, nc net.Conn) {
-	t.Helper()
-	_ = nc.SetDeadline(time.Now().Add(rawExpectTimeout))
-	publish := append(append(mqttString("fail/v311"), 0, 1), "v311"...) // packet id 1
-	if _, err := nc.Write(frame(0x32, publish)); err != nil {           // QoS 1
-		t.Fatal(err)
-	}
-	rest, err := io.ReadAll(nc)
-	var ne net.Error
-	switch {
-	case errors.As(err, &ne) && ne.Timeout():
-		t.Fatalf("3.1.1 QoS 1 PUBLISH on a failed store: the connection is still open after %v (got % x)", rawExpectTimeout, rest)
-	case err != nil && !errors.Is(err, syscall.ECONNRESET):
-		t.Fatalf("3.1.1 connection: %v", err)
-	case len(rest) > 0:
-		t.Fatalf("3.1.1 QoS 1 PUBLISH on a failed store: got % x before the close, want nothing (no PUBACK)", rest)
-	}
 }
 
 // mqttString is an MQTT UTF-8 string: a 2-byte length, then the bytes.

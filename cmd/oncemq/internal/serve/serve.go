@@ -38,7 +38,8 @@ func tuneGC() {
 }
 
 // Main runs the broker until SIGINT or SIGTERM. Exit codes: 0 after a clean shutdown, 1 if the
-// broker cannot start or fails, 2 for bad flags or environment variables.
+// broker cannot start or fails (at once when its store has an I/O error), 2 for bad flags or
+// environment variables.
 func Main(args []string, env cli.Env) int {
 	cfg, err := parseConfig(args, env.Getenv)
 	if errors.Is(err, flag.ErrHelp) {
@@ -101,6 +102,13 @@ func serveUntilSignal(srv *mqtt.Server, ln net.Listener, sigs <-chan os.Signal, 
 	case sig := <-sigs:
 		log.Info("shutting down", "signal", sig.String(), "timeout", shutdownTimeout)
 	case err := <-served:
+		if errors.Is(err, mqtt.ErrStoreFailed) {
+			// Nothing written since the last good sync can be trusted: no shutdown, which would
+			// wait for clients and commits; exit now, so that a supervisor restarts the broker
+			// and its recovery reads what is on the disk.
+			log.Error("exiting: the store failed", "err", err)
+			return cli.ExitFailure
+		}
 		// Serve returns only after Shutdown, so this is a failure; still close the store cleanly.
 		log.Error("serve stopped", "err", err)
 		code, serveReturned = cli.ExitFailure, true
