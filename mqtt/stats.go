@@ -15,6 +15,8 @@ type Stats struct {
 	DroppedExpired   uint64
 	DroppedTooLarge  uint64
 	NotAuthorized    uint64 // deliveries the Authorizer's CanRead refused
+	PublishRefused   uint64 // PUBLISHes the Authorizer's CanPublish refused (not routed)
+	NotOwner         uint64 // CONNECTs refused: the client id's session belongs to another user
 	SessionsExpired  uint64
 
 	Commits        uint64 // store transactions committed, each one sync with NoSync unset
@@ -42,6 +44,8 @@ func (s *Server) Stats() Stats {
 		DroppedExpired:   bs.Expired,
 		DroppedTooLarge:  bs.TooLarge,
 		NotAuthorized:    bs.NotAuthorized,
+		PublishRefused:   bs.PublishRefused,
+		NotOwner:         bs.NotOwner,
 		SessionsExpired:  bs.SessionsExpired,
 		Commits:          js.Commits,
 		Batches:          js.Batches,
