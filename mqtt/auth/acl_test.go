@@ -53,7 +53,7 @@ func TestACLDecides(t *testing.T) {
 		{"bob", "b1", "read", "sensors/hall", false},
 		{"bob", "b1", "write", "devices/bob/t", true}, // %u
 		{"bob", "b1", "write", "devices/alice/t", false},
-		{"", "anon", "write", "devices//t", false}, // %u never applies to anonymous clients
+		{"", "anon", "write", "devices//t", false},        // %u never applies to anonymous clients
 		{"bob", "b1", "write", "clients/b1/status", true}, // %c
 		{"bob", "b1", "write", "clients/b2/status", false},
 		{"ev+l", "x", "write", "devices/ev+l/t", false}, // a wildcard in the name disables the pattern
