@@ -21,7 +21,11 @@ func (b *Batch) String() string {
 func (o *op) String() string {
 	switch o.kind {
 	case opPutSession:
-		return fmt.Sprintf("put session %s expiry=%d will=%t", o.clientID, o.session.ExpiryInterval, o.session.Will != nil)
+		s := fmt.Sprintf("put session %s expiry=%d will=%t", o.clientID, o.session.ExpiryInterval, o.session.Will != nil)
+		if o.session.Owner != nil {
+			s += fmt.Sprintf(" owner=%q", *o.session.Owner)
+		}
+		return s
 	case opDeleteSession:
 		return "delete session " + o.clientID
 	case opPutSubscription:

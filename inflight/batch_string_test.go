@@ -9,6 +9,8 @@ func TestBatchString(t *testing.T) {
 	}
 	m := &Message{Seq: 4, Topic: "a/b"}
 	b.PutSession(SessionRecord{ClientID: "c", ExpiryInterval: 60, Will: &Will{Message: m}})
+	owner := "alice"
+	b.PutSession(SessionRecord{ClientID: "o", ExpiryInterval: 1, Owner: &owner})
 	b.DeleteSession("d")
 	b.PutSubscription("c", SubscriptionRecord{Filter: "a/#", QoS: 1})
 	b.DeleteSubscription("c", "x")
@@ -24,6 +26,7 @@ func TestBatchString(t *testing.T) {
 	b.PutRetained(m)
 	b.DeleteRetained("a/b")
 	want := `put session c expiry=60 will=true
+put session o expiry=1 will=false owner="alice"
 delete session d
 put subscription c a/# qos=1
 delete subscription c x

@@ -46,6 +46,12 @@ package inflight
 // packet id 1 if QoS > 0, properties, payload) by the mochi-mqtt packets codec with
 // AllowResponseInfo set, so that Response Topic and Correlation Data are kept. The packet id in it
 // means nothing. A message's Seq is its msgs key; a retained message has no Seq on disk.
+//
+// A JSON record may gain a field without a new version byte, provided an earlier release can
+// ignore the key (encoding/json skips unknown keys) and a record without it decodes to a value
+// that means what the earlier release meant. SessionRecord.Owner was added that way: a session
+// record without "Owner" was written before sessions had owners, and its session belongs to the
+// first identity that resumes it.
 
 import (
 	"bytes"

@@ -18,6 +18,10 @@ type SessionRecord struct {
 	ExpiryInterval  uint32 // seconds; 0xFFFFFFFF never expires. Only sessions with > 0 are stored.
 	DisconnectedAt  int64  // unix nanoseconds; 0 while connected
 	Will            *Will  // nil when the session has no will
+	// Owner is the username the session belongs to ("" for an anonymous client). nil in a record
+	// written before sessions had owners: such a session belongs to the first identity that
+	// resumes it. Added compatibly: the record is JSON, and an absent key decodes as nil.
+	Owner *string `json:",omitempty"`
 }
 
 // Will is the will message kept with a session [MQTT-3.1.2-7].

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -40,6 +41,9 @@ func (c *conn) handleConnect() error {
 		return errConnectRefused
 	}
 	if err := c.authenticate(deadline, &pk, &req); err != nil {
+		return err
+	}
+	if err := c.authorizeWill(&req); err != nil {
 		return err
 	}
 	return c.openSession(req, props)
@@ -188,12 +192,26 @@ func (c *conn) authenticate(deadline time.Time, pk *packets.Packet, req *session
 	return nil
 }
 
+// authorizeWill refuses a CONNECT whose Will the Authorizer would not let the client publish, with
+// Not authorized (3.1.1: 0x05), so that a Will cannot write where its client may not.
+func (c *conn) authorizeWill(req *session.ConnectRequest) error {
+	az := c.srv.opts.Authorizer
+	if az == nil || req.Will == nil || az.CanPublish(c.info, req.Will.Message.Topic) {
+		return nil
+	}
+	c.refuseConnect(reason.NotAuthorized, fmt.Errorf("will topic %q not authorized", req.Will.Message.Topic))
+	return errConnectRefused
+}
+
 // openSession hands the CONNECT to the session layer and waits until its CONNACK is queued.
 func (c *conn) openSession(req session.ConnectRequest, props packets.Properties) error {
 	acked := make(chan error, 1)
 	var sessionPresent bool
 	c.sess = c.eng.broker.Connect(req, c, func(present bool, err error) {
 		defer func() { acked <- err }()
+		if errors.Is(err, session.ErrNotOwner) {
+			return // refused below, on this connection's goroutine
+		}
 		if err != nil {
 			code := reason.UnspecifiedError
 			if storeUnavailable(err) {
@@ -210,6 +228,9 @@ func (c *conn) openSession(req session.ConnectRequest, props packets.Properties)
 	// behind its CONNECT before the CONNACK is queued, or a PINGRESP, or the DISCONNECT for a bad
 	// packet, would overtake it.
 	if err := <-acked; err != nil {
+		if errors.Is(err, session.ErrNotOwner) {
+			c.refuseConnect(reason.NotAuthorized, err) // another user's session: not taken over
+		}
 		return errConnectRefused
 	}
 	if ev := c.srv.opts.Events.Connect; ev != nil {

@@ -54,8 +54,10 @@ type Authenticator interface {
 // included): it must not block, do I/O or call back into the Server.
 type Authorizer interface {
 	// CanPublish reports whether the client may publish to topic. A refused QoS 1 or 2 PUBLISH
-	// gets PUBACK or PUBREC 0x87 (Not authorized) from a 5.0 client; 3.1.1 has no refusal, so the
-	// connection is closed. The message is not routed.
+	// gets PUBACK or PUBREC 0x87 (Not authorized) from a 5.0 client; 3.1.1 has no refusal, so a
+	// 3.1.1 client gets the usual PUBACK or PUBREC (its QoS 2 id is not kept: PUBREL gets PUBCOMP).
+	// The message is not routed either way, and is counted in Stats. CanPublish also decides the
+	// Will at CONNECT: a Will it refuses refuses the CONNECT with 0x87 (3.1.1: 0x05).
 	CanPublish(c *Client, topic string) bool
 	// CanSubscribe reports whether the client may subscribe to filter; a refused filter gets 0x87
 	// (3.1.1: 0x80) in SUBACK. A filter wider than what the client may read (such as #) may be

@@ -136,9 +136,16 @@ func TestAuthorizerRefusesPublish(t *testing.T) {
 		sub.SubscribeOK(t, 1, "#", 2)
 		pub := connectClean(t, b, v, "pub")
 		if v == v311 {
-			// 3.1.1 has no refusal code: the connection is closed, nothing acknowledged.
+			// 3.1.1 has no refusal code: acknowledged as usual and not routed; the QoS 2 id is
+			// not stored, so PUBREL gets PUBCOMP (3.1.1 [MQTT-3.3.5-2]).
 			pub.Publish("secret/a", 1, 1, []byte("x"), false)
-			pub.ExpectClosed(t)
+			pub.ExpectAck(t, packets.Puback, 1, 0x00)
+			pub.Publish("secret/b", 2, 2, []byte("y"), false)
+			pub.ExpectAck(t, packets.Pubrec, 2, 0x00)
+			pub.Pubrel(2)
+			pub.ExpectAck(t, packets.Pubcomp, 2, 0x00)
+			publishQoS1(t, pub, "public/c", 3, "z")
+			sub.ExpectPublish(t, "public/c", 1, "z")
 			sub.ExpectNothing(t, nothing)
 			return
 		}
@@ -243,4 +250,59 @@ func TestEvents(t *testing.T) {
 	ev.await(t, "drop sub t queue-full")
 	pub.Drop(t)
 	ev.await(t, "disconnect pub byClient=false reason=Success")
+}
+
+// A Will the Authorizer would not let its client publish refuses the CONNECT with Not authorized
+// (3.1.1: 0x05), so that a Will cannot write where its client may not; an allowed Will connects.
+func TestAuthorizerRefusesWill(t *testing.T) {
+	forEachVersion(t, func(t *testing.T, v byte) {
+		b := mqtttest.StartBroker(t, mqtttest.WithOptions(func(o *mqtt.Options) { o.Authorizer = denyPrefix{prefix: "secret/"} }))
+		want := byte(0x87)
+		if v == v311 {
+			want = 0x05
+		}
+		c := b.Dial(t, v)
+		c.SendConnect("w", true, 0, mqtttest.Will("secret/lwt", []byte("gone"), 1, false))
+		if ack := c.Expect(t, packets.Connack); ack.ReasonCode != want {
+			t.Errorf("Will on secret/lwt: CONNACK 0x%02X, want 0x%02X", ack.ReasonCode, want)
+		}
+		c.ExpectClosed(t)
+		ok := b.Dial(t, v)
+		ok.Connect(t, "w", true, 0, mqtttest.Will("public/lwt", []byte("gone"), 1, false))
+	})
+}
+
+// A client id's session belongs to the user that created it: a CONNECT with that client id as
+// another user, or without credentials, is refused with Not authorized (3.1.1: 0x05) and the
+// owner's connection stays; the owner reconnects as usual.
+func TestClientIDOwnedByAnotherUserIsRefused(t *testing.T) {
+	forEachVersion(t, func(t *testing.T, v byte) {
+		b := mqtttest.StartBroker(t, mqtttest.WithOptions(func(o *mqtt.Options) {
+			o.Authenticator = anyone{}
+		}))
+		want := byte(0x87)
+		if v == v311 {
+			want = 0x05
+		}
+		owner, _ := connectDurable(t, b, v, "dev", credentials("alice", "x"))
+		owner.SubscribeOK(t, 1, "t", 1)
+		for _, opts := range [][]mqtttest.ConnectOption{{credentials("mallory", "x")}, nil} {
+			thief := b.Dial(t, v)
+			thief.SendConnect("dev", false, expiry, opts...)
+			if ack := thief.Expect(t, packets.Connack); ack.ReasonCode != want || ack.SessionPresent {
+				t.Errorf("CONNECT as another user: CONNACK 0x%02X present=%t, want 0x%02X, 0", ack.ReasonCode, ack.SessionPresent, want)
+			}
+			thief.ExpectClosed(t)
+		}
+		owner.Ping(t) // not taken over
+		owner.Drop(t)
+		resume(t, b, v, "dev", credentials("alice", "x"))
+	})
+}
+
+// anyone is an Authenticator that accepts every client as the username it sent.
+type anyone struct{}
+
+func (anyone) Authenticate(_ context.Context, req *mqtt.ConnectRequest) (string, error) {
+	return req.Username, nil
 }

@@ -78,12 +78,11 @@ func (c *conn) handlePublish(pk *packets.Packet) error {
 }
 
 // refusePublish answers a PUBLISH that is not routed: a 5.0 client gets PUBACK or PUBREC with code
-// and keeps its id free (§4.3.3); a 3.1.1 client, which has no refusal, is disconnected. A
-// QoS 0 PUBLISH is dropped without a word.
+// and keeps its id free (§4.3.3); a 3.1.1 client, which has no refusal, gets the usual
+// acknowledgement for Not authorized and is disconnected for anything else (session.Refuse). A
+// QoS 0 PUBLISH is dropped without a word. Every refusal is counted.
 func (c *conn) refusePublish(pk *packets.Packet, code reason.Code) error {
 	c.log().Debug("publish refused", slog.String("topic", pk.TopicName), slog.String("reason", code.String()))
-	if pk.FixedHeader.Qos > 0 {
-		c.eng.broker.Refuse(c.sess, c, pk.FixedHeader.Qos, pk.PacketID, code)
-	}
+	c.eng.broker.Refuse(c.sess, c, pk.FixedHeader.Qos, pk.PacketID, code)
 	return nil
 }

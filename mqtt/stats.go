@@ -17,6 +17,8 @@ type Stats struct {
 	DroppedExpired   uint64
 	DroppedTooLarge  uint64
 	NotAuthorized    uint64 // deliveries the Authorizer's CanRead refused
+	PublishRefused   uint64 // PUBLISHes the Authorizer's CanPublish refused (not routed)
+	NotOwner         uint64 // CONNECTs refused: the client id's session belongs to another user
 	SessionsExpired  uint64
 
 	Commits        uint64 // store transactions committed, each one sync with NoSync unset
@@ -53,6 +55,8 @@ func (s *Server) Stats() Stats {
 		DroppedExpired:   s.metrics.Expired.Load(),
 		DroppedTooLarge:  s.metrics.TooLarge.Load(),
 		NotAuthorized:    s.metrics.NotAuthorized.Load(),
+		PublishRefused:   s.metrics.PublishRefused.Load(),
+		NotOwner:         s.metrics.NotOwner.Load(),
 		SessionsExpired:  s.metrics.SessionsExpired.Load(),
 		Commits:          js.Commits,
 		Batches:          js.Batches,

@@ -70,12 +70,14 @@ func TestMayReadAtRouting(t *testing.T) {
 		t.Errorf("NotAuthorized = %d, want 2", n)
 	}
 
-	// The username is the one of the latest CONNECT.
-	h.connectAs(ConnectRequest{ClientID: "e", Username: "alice", ProtocolVersion: 5, ExpiryInterval: 3600})
+	// The username is the session's owner: a CONNECT as another user does not change it.
+	h.b.Connect(ConnectRequest{ClientID: "e", Username: "alice", ProtocolVersion: 5, ExpiryInterval: 3600},
+		&recConn{name: "e2", rec: h.rec}, func(bool, error) {})
+	h.settle()
 	p.take()
 	h.publish(pub, pubC, "eve/only", "m", 1, 3)
-	if got := p.take(); len(got) != 1 || got[0] != "e/alice/eve/only" {
-		t.Errorf("after reconnecting as alice, MayRead asked %q", got)
+	if got := p.take(); len(got) != 1 || got[0] != "e/eve/eve/only" {
+		t.Errorf("after alice's refused CONNECT, MayRead asked %q, want e/eve/eve/only", got)
 	}
 }
 

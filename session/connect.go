@@ -1,6 +1,8 @@
 package session
 
 import (
+	"errors"
+
 	"github.com/oncemq/oncemq/inflight"
 	"github.com/oncemq/oncemq/session/reason"
 )
@@ -17,6 +19,10 @@ type ConnectRequest struct {
 	MaxPacketSize   uint32 // the client's; 0 means no limit
 }
 
+// ErrNotOwner is given to Connect's done when the client id's session belongs to another identity:
+// the CONNECT must be refused (Not authorized) and the session is left as it was.
+var ErrNotOwner = errors.New("session: the client id belongs to another user")
+
 // Connect gives the session of req.ClientID to c. An existing connection with the same client id is
 // closed first (5.0: DISCONNECT 0x8E) [MQTT-3.1.4-3]; Clean Start discards the old session
 // [MQTT-3.1.2-4], otherwise it is resumed with its in-flight state [MQTT-3.1.2-5].
@@ -25,12 +31,22 @@ type ConnectRequest struct {
 // done returns, and only if err is nil, the unacknowledged PUBLISHes are resent with DUP=1 and
 // their ids, and unacknowledged PUBRELs resent, in their original order and within the client's
 // Receive Maximum, then queued messages follow [MQTT-4.4.0-1].
+//
+// A session belongs to the identity (req.Username) that created it. A CONNECT from another
+// identity, anonymous included, neither takes it over nor discards it: done gets ErrNotOwner,
+// after every commit submitted before, and Connect returns nil. The owner is part of the session
+// record, committed before done.
 func (b *Broker) Connect(req ConnectRequest, c Conn, done func(present bool, err error)) *Session {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	batch := &inflight.Batch{}
 	var out outbox
 	old := b.sessions[req.ClientID]
+	if old != nil && !old.mayConnect(req.Username) {
+		b.Metrics.NotOwner.Add(1)
+		b.submit(nil, func(error) { done(false, ErrNotOwner) })
+		return nil
+	}
 	if old != nil {
 		b.takeOver(batch, old, req.CleanStart, &out)
 	}
@@ -43,7 +59,8 @@ func (b *Broker) Connect(req ConnectRequest, c Conn, done func(present bool, err
 		b.sessions[req.ClientID] = s
 	}
 	wasDurable := present && s.durable()
-	s.Username = req.Username
+	s.Username = req.Username // the same as before, or the first owner of a session that had none
+	s.owned = true
 	s.protocolVersion = req.ProtocolVersion
 	s.expiryInterval = req.ExpiryInterval
 	s.will = req.Will

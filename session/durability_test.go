@@ -206,7 +206,7 @@ var durabilityRules = []durabilityRule{
 			}
 		},
 		batches: [][]string{{
-			"put session sub expiry=3600 will=false",
+			`put session sub expiry=3600 will=false owner=""`,
 			"delete queued sub order=4",
 			"put outbound sub 4 publish-sent qos=2 order=4 msg=4",
 		}},

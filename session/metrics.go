@@ -8,6 +8,8 @@ type Metrics struct {
 	Expired         atomic.Uint64 // messages dropped because their Message Expiry passed
 	TooLarge        atomic.Uint64 // deliveries dropped: larger than the client's Maximum Packet Size
 	NotAuthorized   atomic.Uint64 // deliveries Options.MayRead refused
+	NotOwner        atomic.Uint64 // CONNECTs refused because the client id's session belongs to another user
+	PublishRefused  atomic.Uint64 // 3.1.1 PUBLISHes refused as not authorized: acknowledged, not routed
 	SessionsExpired atomic.Uint64 // sessions removed by Session Expiry
 	CommitFailures  atomic.Uint64 // batches whose commit failed
 }

@@ -17,8 +17,11 @@ import (
 // [MQTT-4.3.3-9]. A QoS 2 id that already awaits PUBREL is answered as
 // the first time instead, as every resend is [MQTT-4.3.3-10]: it was accepted and routed.
 //
-// 3.1.1 has no refusal code: the connection is closed (3.1.1 [MQTT-3.3.5-2]). A QoS 0 PUBLISH has no answer
-// to carry a refusal: nothing is sent.
+// 3.1.1 has no refusal code. A PUBLISH refused as Not authorized is acknowledged as if accepted
+// (PUBACK, or PUBREC whose id is not stored, so that a later PUBREL gets PUBCOMP as an unknown id
+// does) and not routed, as 3.1.1 allows [MQTT-3.3.5-2]; any other refusal closes the connection. A
+// QoS 0 PUBLISH has no answer to carry a refusal: nothing is sent. Every refusal as Not authorized
+// is counted in Metrics.PublishRefused.
 func (b *Broker) Refuse(s *Session, c Conn, qos byte, id uint16, code reason.Code) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -36,14 +39,19 @@ func (b *Broker) Refuse(s *Session, c Conn, qos byte, id uint16, code reason.Cod
 
 // refuse sends the refusal Refuse describes. Caller holds b.mu.
 func (b *Broker) refuse(s *Session, c Conn, qos byte, id uint16, code reason.Code) {
+	if code == reason.NotAuthorized {
+		b.Metrics.PublishRefused.Add(1)
+	}
 	if qos == 0 {
 		return
 	}
-	if s.protocolVersion != 5 {
+	if s.protocolVersion != 5 && code != reason.NotAuthorized {
 		c.Close(reason.UnspecifiedError)
 		return
 	}
-	if !code.IsFailure() {
+	if s.protocolVersion != 5 {
+		code = reason.Success // 3.1.1 acknowledges and drops; the encoder writes no reason code
+	} else if !code.IsFailure() {
 		code = reason.UnspecifiedError
 	}
 	typ := byte(packets.Puback)

@@ -46,11 +46,31 @@ func TestRefuseIDAwaitingPubrelAnswersAsTheFirstTime(t *testing.T) {
 	h.commitExpect("refused resend", "submit #1", "commit #1", "pub <- PUBREC id=5 No matching subscribers")
 }
 
-// 3.1.1 has no refusal code: the connection is closed (3.1.1 [MQTT-3.3.5-2]).
-func TestRefuse311ClosesTheConnection(t *testing.T) {
+// 3.1.1 has no refusal code: a PUBLISH not authorized is acknowledged and not routed, its QoS 2 id
+// not stored, so that a later PUBREL gets PUBCOMP; it is counted (3.1.1 [MQTT-3.3.5-2]).
+func TestRefuse311NotAuthorizedAcknowledgesWithoutRouting(t *testing.T) {
 	h := newHarness(t, Options{})
 	pub, pubC := h.connectAs(ConnectRequest{ClientID: "pub", ProtocolVersion: 4, CleanStart: true})
 	h.b.Refuse(pub, pubC, 1, 1, reason.NotAuthorized)
+	h.b.Refuse(pub, pubC, 2, 2, reason.NotAuthorized)
+	h.b.Refuse(pub, pubC, 0, 0, reason.NotAuthorized)
+	h.commitExpect("3.1.1 refusals", "submit #1", "submit #2",
+		"commit #1", "pub <- PUBACK id=1 Success", "commit #2", "pub <- PUBREC id=2 Success")
+	if n := h.b.Stats().InboundAwaitingPubrel; n != 0 {
+		t.Errorf("%d inbound ids await PUBREL, want 0: a refused id is not stored", n)
+	}
+	if n := h.b.Metrics.PublishRefused.Load(); n != 3 {
+		t.Errorf("PublishRefused = %d, want 3", n)
+	}
+	h.b.Pubrel(pub, pubC, 2)
+	h.commitExpect("PUBREL of the refused id", "submit #1", "commit #1", "pub <- PUBCOMP id=2 Success")
+}
+
+// Any other 3.1.1 refusal closes the connection: the client cannot be told (3.1.1 [MQTT-3.3.5-2]).
+func TestRefuse311OtherReasonClosesTheConnection(t *testing.T) {
+	h := newHarness(t, Options{})
+	pub, pubC := h.connectAs(ConnectRequest{ClientID: "pub", ProtocolVersion: 4, CleanStart: true})
+	h.b.Refuse(pub, pubC, 1, 1, reason.QuotaExceeded)
 	h.commitExpect("3.1.1 refusal", "pub closed: Unspecified error")
 }
 

@@ -25,7 +25,11 @@ func (b *Broker) restore(rec *inflight.Recovered) {
 			expiryInterval:  r.ExpiryInterval,
 			disconnectedAt:  r.DisconnectedAt,
 			will:            r.Will,
+			owned:           r.Owner != nil,
 			subs:            make(map[string]inflight.SubscriptionRecord, len(rs.Subscriptions)),
+		}
+		if r.Owner != nil {
+			s.Username = *r.Owner
 		}
 		for _, sub := range rs.Subscriptions {
 			s.subs[sub.Filter] = sub

@@ -13,10 +13,14 @@ const NeverExpire = 0xFFFFFFFF
 // except ClientID, which never changes.
 type Session struct {
 	ClientID string
-	// Username is the identity the latest connection authenticated as, set at every CONNECT and
-	// given to Options.MayRead. It is kept in memory only, not in the journal (yet): after a
-	// restart a session has no username until its client connects again.
+	// Username is the identity the session belongs to: the username of the CONNECT that created it
+	// ("" for an anonymous client). A CONNECT from another identity is refused (ErrNotOwner). It is
+	// stored in the session record, so Options.MayRead sees it for an offline session after a
+	// restart too.
 	Username string
+	// owned is false only for a session restored from a record written before sessions had owners:
+	// the first identity that resumes it becomes its owner.
+	owned bool
 
 	protocolVersion byte   // 4 or 5, of the latest connection
 	expiryInterval  uint32 // seconds; 0 ends the session with its connection
@@ -60,13 +64,21 @@ func (s *Session) connected() bool { return s.conn != nil }
 
 // record is the session's durable record. Caller holds Broker.mu.
 func (s *Session) record() inflight.SessionRecord {
+	owner := s.Username // a copy: the batch is encoded later, by the committer
 	return inflight.SessionRecord{
 		ClientID:        s.ClientID,
 		ProtocolVersion: s.protocolVersion,
 		ExpiryInterval:  s.expiryInterval,
 		DisconnectedAt:  s.disconnectedAt,
 		Will:            s.will,
+		Owner:           &owner,
 	}
+}
+
+// mayConnect reports whether a CONNECT that authenticated as username may take s: only its owner
+// may, or anyone while it has none. Caller holds Broker.mu.
+func (s *Session) mayConnect(username string) bool {
+	return !s.owned || s.Username == username
 }
 
 // nextOrder hands out the next delivery order. Caller holds Broker.mu.

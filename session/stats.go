@@ -17,6 +17,8 @@ type Stats struct {
 	NotAuthorized   uint64
 	SessionsExpired uint64
 	CommitFailures  uint64
+	NotOwner        uint64
+	PublishRefused  uint64
 }
 
 // Stats counts, under the lock, what the broker holds. It visits every session: call it for a
@@ -34,6 +36,8 @@ func (b *Broker) Stats() Stats {
 		NotAuthorized:   b.Metrics.NotAuthorized.Load(),
 		SessionsExpired: b.Metrics.SessionsExpired.Load(),
 		CommitFailures:  b.Metrics.CommitFailures.Load(),
+		NotOwner:        b.Metrics.NotOwner.Load(),
+		PublishRefused:  b.Metrics.PublishRefused.Load(),
 	}
 	for _, s := range b.sessions {
 		if s.connected() {

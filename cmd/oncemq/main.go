@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/oncemq/oncemq/cmd/oncemq/internal/cli"
+	"github.com/oncemq/oncemq/cmd/oncemq/internal/passwd"
 	"github.com/oncemq/oncemq/cmd/oncemq/internal/serve"
 	"github.com/oncemq/oncemq/cmd/oncemq/internal/torture"
 )
@@ -28,6 +29,7 @@ type command struct {
 // commands are the subcommands besides help and version. Adding one is adding its line.
 var commands = []command{
 	{"serve", "run the broker (the default command)", serve.Main},
+	{"passwd", "add, change or delete a user of a password file (mosquitto's format)", passwd.Main},
 	{"torture", "kill -9 a child broker under QoS 2 load and check exactly-once delivery", torture.Main},
 }
 

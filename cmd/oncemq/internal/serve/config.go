@@ -18,6 +18,11 @@ type config struct {
 	Sync      string     // "always" or "none"
 	LogLevel  slog.Level // debug, info, warn or error
 	MaxQueued int        // >= 1
+
+	PasswordFile          string // mosquitto-format password file; "" none
+	ACLFile               string // mosquitto-format ACL file; "" none
+	AllowAnonymous        bool   // accept clients without credentials even with authentication on
+	TLSIdentityAsUsername bool   // a verified client certificate's Common Name is the username
 }
 
 // option is one setting of serve: a flag, the environment variable that also sets it, and the
@@ -34,6 +39,13 @@ var options = []option{
 		"but an OS crash or power loss can lose recent commits or corrupt the store", setSync},
 	{"log-level", "ONCEMQ_LOG_LEVEL", "LEVEL", "info", "debug, info, warn or error", setLogLevel},
 	{"max-queued", "ONCEMQ_MAX_QUEUED", "N", "10000", "most messages queued per session (offline, or over its Receive Maximum)", setMaxQueued},
+	{"password-file", "ONCEMQ_PASSWORD_FILE", "FILE", "", "password file in mosquitto's format (oncemq passwd, mosquitto_passwd);\n" +
+		"clients must then log in unless --allow-anonymous", setPasswordFile},
+	{"acl-file", "ONCEMQ_ACL_FILE", "FILE", "", "ACL file in mosquitto's syntax (user, topic, pattern with %u %c)", setACLFile},
+	{"allow-anonymous", "ONCEMQ_ALLOW_ANONYMOUS", "", "false", "accept clients without credentials (the ACL's rules outside any user\n" +
+		"block apply to them); needed to listen off loopback without authentication", setAllowAnonymous},
+	{"tls-identity-as-username", "ONCEMQ_TLS_IDENTITY_AS_USERNAME", "", "false",
+		"with mutual TLS, the client certificate's Common Name is the username", setTLSIdentityAsUsername},
 }
 
 // parseConfig reads serve's flags from args and, for each flag not given, its environment
@@ -53,13 +65,18 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	fs.Usage = func() {}
 	var badFlag error // the flag package's own message for a bad value says "-name", not "--name"
 	for _, o := range options {
-		fs.Func(o.flag, o.help, func(v string) error {
+		set := func(v string) error {
 			err := o.set(&cfg, v)
 			if err != nil {
 				badFlag = fmt.Errorf("invalid value %q for flag --%s: %v", v, o.flag, err)
 			}
 			return err
-		})
+		}
+		if o.arg == "" { // a boolean: --name alone, or --name=false
+			fs.BoolFunc(o.flag, o.help, set)
+		} else {
+			fs.Func(o.flag, o.help, set)
+		}
 	}
 	if err := fs.Parse(args); err != nil {
 		switch msg := err.Error(); {
@@ -101,7 +118,7 @@ func writeUsage(w io.Writer) {
 	fmt.Fprint(w, "Usage: oncemq [serve] [flags]\n\nRun the MQTT broker until SIGINT or SIGTERM.\n\n"+
 		"Flags (each also set by its environment variable; the flag wins):\n")
 	for _, o := range options {
-		fmt.Fprintf(w, "  --%s %s\n", o.flag, o.arg)
+		fmt.Fprintf(w, "  --%s %s\n", o.flag, o.arg) // a boolean has no ARG
 		for _, line := range strings.Split(o.help, "\n") {
 			fmt.Fprintf(w, "        %s\n", line)
 		}
@@ -160,5 +177,33 @@ func setMaxQueued(c *config, v string) error {
 		return errors.New("want a whole number of at least 1")
 	}
 	c.MaxQueued = n
+	return nil
+}
+
+func setPasswordFile(c *config, v string) error {
+	c.PasswordFile = v
+	return nil
+}
+
+func setACLFile(c *config, v string) error {
+	c.ACLFile = v
+	return nil
+}
+
+func setAllowAnonymous(c *config, v string) error {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return errors.New("want true or false")
+	}
+	c.AllowAnonymous = b
+	return nil
+}
+
+func setTLSIdentityAsUsername(c *config, v string) error {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return errors.New("want true or false")
+	}
+	c.TLSIdentityAsUsername = b
 	return nil
 }

@@ -1,6 +1,7 @@
 // Package serve is `oncemq serve`, the broker: its flags and ONCEMQ_* variables, the process-wide
-// tuning a long-running broker wants (GOGC, returning memory to the OS after a burst), and the
-// signals that shut it down.
+// tuning a long-running broker wants (GOGC, returning memory to the OS after a burst), the users
+// and access rules (mqtt/auth), and the signals: SIGINT and SIGTERM shut it down, SIGHUP reloads
+// the password and ACL files.
 package serve
 
 import (
@@ -60,25 +61,57 @@ func Main(args []string, env cli.Env) int {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 
-	srv, ln, err := newServer(cfg, log)
+	sec, err := newSecurity(cfg, []string{cfg.Listen}, false, log)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "oncemq: %v\n", err)
+		return cli.ExitFailure
+	}
+	srv, ln, err := newServer(cfg, sec, log)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "oncemq: %v\n", err)
 		return cli.ExitFailure
 	}
 	log.Info("oncemq started", "version", env.Version, "listen", ln.Addr().String(), "data", cfg.DataDir,
 		"sync", cfg.Sync, "max_queued", cfg.MaxQueued)
+	stopReloads := reloadOnSignal(hup, sec.reloaders, log)
+	defer stopReloads()
 	return serveUntilSignal(srv, ln, sigs, log)
+}
+
+// reloadOnSignal runs the reloaders at every SIGHUP, on a goroutine of its own, until the returned
+// function is called. Connections stay: the new files apply to what follows.
+func reloadOnSignal(hup <-chan os.Signal, reloaders []reloader, log *slog.Logger) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for {
+			select {
+			case <-hup:
+				log.Info("SIGHUP: reloading", "files", len(reloaders))
+				reload(reloaders, log)
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
 }
 
 // newServer opens the store and binds the listener: the one place that knows how package mqtt is
 // configured.
-func newServer(cfg config, log *slog.Logger) (*mqtt.Server, net.Listener, error) {
+func newServer(cfg config, sec security, log *slog.Logger) (*mqtt.Server, net.Listener, error) {
 	srv, err := mqtt.New(mqtt.Options{
-		DataDir:   cfg.DataDir,
-		NoSync:    cfg.Sync == "none",
-		MaxQueued: cfg.MaxQueued,
-		Logger:    log,
+		DataDir:       cfg.DataDir,
+		NoSync:        cfg.Sync == "none",
+		MaxQueued:     cfg.MaxQueued,
+		Logger:        log,
+		Authenticator: sec.authenticator,
+		Authorizer:    sec.authorizer,
 	})
 	if err != nil {
 		return nil, nil, err
