@@ -1,6 +1,7 @@
 // Package serve is `oncemq serve`, the broker: its flags and ONCEMQ_* variables, the process-wide
-// tuning a long-running broker wants (GOGC, returning memory to the OS after a burst), and the
-// signals that shut it down.
+// tuning a long-running broker wants (GOGC, returning memory to the OS after a burst), its
+// listeners (TCP, TLS, WebSocket, WebSocket over TLS, all serving one broker), and the signals
+// that shut it down (SIGINT, SIGTERM) or reload its files (SIGHUP).
 package serve
 
 import (
@@ -9,10 +10,10 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -37,8 +38,9 @@ func tuneGC() {
 	}
 }
 
-// Main runs the broker until SIGINT or SIGTERM. Exit codes: 0 after a clean shutdown, 1 if the
-// broker cannot start or fails, 2 for bad flags or environment variables.
+// Main runs the broker until SIGINT or SIGTERM; SIGHUP reloads what can be reloaded. Exit codes:
+// 0 after a clean shutdown, 1 if the broker cannot start or fails, 2 for bad settings (flags,
+// environment variables, config file).
 func Main(args []string, env cli.Env) int {
 	cfg, err := parseConfig(args, env.Getenv)
 	if errors.Is(err, flag.ErrHelp) {
@@ -60,19 +62,46 @@ func Main(args []string, env cli.Env) int {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 
-	srv, ln, err := newServer(cfg, log)
+	srv, lns, reloads, err := newServer(cfg, log)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "oncemq: %v\n", err)
 		return cli.ExitFailure
 	}
-	log.Info("oncemq started", "version", env.Version, "listen", ln.Addr().String(), "data", cfg.DataDir,
-		"sync", cfg.Sync, "max_queued", cfg.MaxQueued)
-	return serveUntilSignal(srv, ln, sigs, log)
+	stopReloading := startReloading(reloads, log)
+	defer stopReloading()
+	log.Info("oncemq started", startedAttrs(env.Version, cfg, lns)...)
+	return serveUntilSignal(srv, lns, sigs, log)
 }
 
-// newServer opens the store and binds the listener: the one place that knows how package mqtt is
-// configured.
-func newServer(cfg config, log *slog.Logger) (*mqtt.Server, net.Listener, error) {
+// startedAttrs are the attributes of the start-up log line: listen is the first TCP listener's
+// address (tests read the port bound with port 0 from it), listeners every listener's URL.
+func startedAttrs(version string, cfg config, lns []listener) []any {
+	attrs := []any{"version", version}
+	urls := make([]string, len(lns))
+	for i, l := range lns {
+		urls[i] = l.url()
+	}
+	for _, l := range lns {
+		if l.scheme == "mqtt" {
+			attrs = append(attrs, "listen", l.Addr().String())
+			break
+		}
+	}
+	return append(attrs, "listeners", strings.Join(urls, " "), "data", cfg.DataDir, "sync", cfg.Sync,
+		"max_queued", cfg.MaxQueued)
+}
+
+// newServer loads the certificates, opens the store and binds the listeners: the one place that
+// knows how package mqtt is configured. reloads are what SIGHUP runs.
+func newServer(cfg config, log *slog.Logger) (*mqtt.Server, []listener, []func() error, error) {
+	certs, err := newCertStore(cfg)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var reloads []func() error
+	if certs != nil {
+		reloads = append(reloads, certs.reload)
+	}
 	srv, err := mqtt.New(mqtt.Options{
 		DataDir:   cfg.DataDir,
 		NoSync:    cfg.Sync == "none",
@@ -80,30 +109,32 @@ func newServer(cfg config, log *slog.Logger) (*mqtt.Server, net.Listener, error)
 		Logger:    log,
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
+	lns, err := openListeners(cfg, certs)
 	if err != nil {
 		srv.Close()
-		return nil, nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+		return nil, nil, nil, err
 	}
-	return srv, ln, nil
+	return srv, lns, reloads, nil
 }
 
-// serveUntilSignal serves until a signal comes, or Serve fails, then shuts the broker down and
-// returns the exit code.
-func serveUntilSignal(srv *mqtt.Server, ln net.Listener, sigs <-chan os.Signal, log *slog.Logger) int {
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+// serveUntilSignal serves every listener until a signal comes, or a Serve fails, then shuts the
+// broker down and returns the exit code.
+func serveUntilSignal(srv *mqtt.Server, lns []listener, sigs <-chan os.Signal, log *slog.Logger) int {
+	served := make(chan error, len(lns))
+	for _, l := range lns {
+		go func() { served <- srv.Serve(l) }()
+	}
 
-	code, serveReturned := cli.ExitOK, false
+	code, returned := cli.ExitOK, 0
 	select {
 	case sig := <-sigs:
 		log.Info("shutting down", "signal", sig.String(), "timeout", shutdownTimeout)
 	case err := <-served:
 		// Serve returns only after Shutdown, so this is a failure; still close the store cleanly.
 		log.Error("serve stopped", "err", err)
-		code, serveReturned = cli.ExitFailure, true
+		code, returned = cli.ExitFailure, 1
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
@@ -111,7 +142,7 @@ func serveUntilSignal(srv *mqtt.Server, ln net.Listener, sigs <-chan os.Signal, 
 	if !shutdown(ctx, srv, sigs, log) {
 		return cli.ExitFailure
 	}
-	if !serveReturned {
+	for ; returned < len(lns); returned++ {
 		select {
 		case err := <-served:
 			if !errors.Is(err, mqtt.ErrServerClosed) {
@@ -120,7 +151,7 @@ func serveUntilSignal(srv *mqtt.Server, ln net.Listener, sigs <-chan os.Signal, 
 			}
 		case <-ctx.Done():
 			log.Error("serve did not return after shutdown")
-			code = cli.ExitFailure
+			return cli.ExitFailure
 		}
 	}
 	if code == cli.ExitOK {
