@@ -80,7 +80,8 @@ func newConn(srv *Server, nc net.Conn, listener net.Addr) *conn {
 // describe is the client as the hooks see it, with the given username.
 func (c *conn) describe(username string) Client {
 	cl := Client{ID: c.clientID, Username: username, ProtocolVersion: c.version, Listener: c.listener, RemoteAddr: c.nc.RemoteAddr()}
-	if tc, ok := c.nc.(*tls.Conn); ok {
+	// *tls.Conn, and the connections of package mqtt/websocket that came over TLS.
+	if tc, ok := c.nc.(interface{ ConnectionState() tls.ConnectionState }); ok {
 		st := tc.ConnectionState() // the handshake is done: the CONNECT was read through it
 		cl.TLS = &st
 	}

@@ -60,6 +60,13 @@ func Dial(t testing.TB, addr string, version byte) *Client {
 	if err != nil {
 		t.Fatalf("mqtttest: dial %s: %v", addr, err)
 	}
+	return NewClient(t, nc, version)
+}
+
+// NewClient is Dial over a connection the test opened itself: TLS, or MQTT over WebSocket
+// (package mqtt/websocket's Dial).
+func NewClient(t testing.TB, nc net.Conn, version byte) *Client {
+	t.Helper()
 	c := &Client{
 		Version: version,
 		t:       t,

@@ -75,6 +75,26 @@ func StartBroker(t testing.TB, bin, dataDir string, env []string, args ...string
 	return b
 }
 
+// listenersAttr is the listeners attribute of the start-up line: the URL of every listener.
+var listenersAttr = regexp.MustCompile(`msg="oncemq started" .*\blisteners=(?:"([^"]*)"|(\S+))`)
+
+// URLs are the URLs of the broker's listeners of the given scheme (mqtt, mqtts, ws, wss) as its
+// start-up line lists them, in the order of its flags: "mqtts://127.0.0.1:41234",
+// "ws://127.0.0.1:41235/mqtt".
+func (b *Broker) URLs(scheme string) []string {
+	m := listenersAttr.FindStringSubmatch(b.Log())
+	if m == nil {
+		return nil
+	}
+	var urls []string
+	for _, u := range strings.Fields(m[1] + m[2]) {
+		if strings.HasPrefix(u, scheme+"://") {
+			urls = append(urls, u)
+		}
+	}
+	return urls
+}
+
 // Proc is the child process: its pid, signals, and how it ended.
 func (b *Broker) Proc() *childproc.Proc { return b.proc }
 

@@ -55,3 +55,15 @@ func TestStartKillRestart(t *testing.T) {
 		t.Errorf("restart: data %s, running %t; want %s, running, without the first run's env:\n%s", b2.DataDir, b2.Running(), dir, b2.Log())
 	}
 }
+
+// URLs lists each listener of the start-up line by scheme, with the port it bound.
+func TestURLs(t *testing.T) {
+	b := StartBroker(t, Build(t), t.TempDir(), nil, "--ws-listen", "127.0.0.1:0", "--ws-listen", "127.0.0.1:0")
+	ws := b.URLs("ws")
+	if len(ws) != 2 || !strings.HasPrefix(ws[0], "ws://127.0.0.1:") || !strings.HasSuffix(ws[0], "/mqtt") || ws[0] == ws[1] {
+		t.Fatalf("ws URLs %q, want two distinct ws://127.0.0.1:PORT/mqtt:\n%s", ws, b.Log())
+	}
+	if tcp := b.URLs("mqtt"); len(tcp) != 1 || tcp[0] != "mqtt://"+b.Addr {
+		t.Errorf("mqtt URLs %q, want [mqtt://%s]", tcp, b.Addr)
+	}
+}

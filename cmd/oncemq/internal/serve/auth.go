@@ -88,13 +88,17 @@ func loadPasswords(path string, log *slog.Logger) (*auth.Passwords, error) {
 	return p, nil
 }
 
-// reload runs every reloader, logging each result; a failure keeps the previous file.
+// reload runs every reloader, logging each result and then a summary; a failure keeps the
+// previous file.
 func reload(reloaders []reloader, log *slog.Logger) {
+	failed := 0
 	for _, r := range reloaders {
 		if err := r.reload(); err != nil {
 			log.Error("reload failed, keeping the previous version", "what", r.what, "err", fmt.Errorf("reload: %w", err))
+			failed++
 			continue
 		}
 		log.Info("reloaded", "what", r.what)
 	}
+	log.Info("reloaded on SIGHUP", "reloads", len(reloaders), "failed", failed)
 }

@@ -7,33 +7,69 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
 
 // config is the validated configuration of `oncemq serve`.
 type config struct {
-	Listen    string     // host:port
-	DataDir   string     // folder of oncemq.db
-	Sync      string     // "always" or "none"
-	LogLevel  slog.Level // debug, info, warn or error
-	MaxQueued int        // >= 1
+	Listen    []string // MQTT over TCP, host:port each
+	TLSListen []string // MQTT over TLS
+	WSListen  []string // MQTT over WebSocket
+	WSSListen []string // MQTT over WebSocket over TLS
+
+	TLSCert     string // PEM certificate chain of the TLS listeners
+	TLSKey      string // its PEM private key
+	TLSClientCA string // PEM CA certificates; set: clients must present a certificate they signed
+
+	ConfigFile string     // the YAML file the other settings were read from, if any
+	DataDir    string     // folder of oncemq.db
+	Sync       string     // "always" or "none"
+	LogLevel   slog.Level // debug, info, warn or error
+	MaxQueued  int        // >= 1
 
 	PasswordFile          string // mosquitto-format password file; "" none
 	ACLFile               string // mosquitto-format ACL file; "" none
 	AllowAnonymous        bool   // accept clients without credentials even with authentication on
 	TLSIdentityAsUsername bool   // a verified client certificate's Common Name is the username
+
+	// origin says where each setting given came from, by flag name ("--tls-cert",
+	// "ONCEMQ_TLS_CERT", "oncemq.yaml:4"), for the errors of checks that span settings.
+	origin map[string]string
 }
 
-// option is one setting of serve: a flag, the environment variable that also sets it, and the
-// parser shared by both. The order is the order of the usage text.
+// defaultListen is the listener when none is given: local only, since nothing is authenticated.
+const defaultListen = "127.0.0.1:1883"
+
+// option is one setting of serve: a flag --NAME, the environment variable ONCEMQ_NAME and the
+// config file key NAME, with the parser shared by all three. The order is the order of the usage
+// text and of README's table. An arg ending in "..." marks a setting that may be given several
+// times: the flag repeated, the variable comma-separated, the key a YAML list; its setter appends.
+// An empty def means unset.
 type option struct {
 	flag, env, arg, def, help string
 	set                       func(c *config, v string) error
 }
 
 var options = []option{
-	{"listen", "ONCEMQ_LISTEN", "ADDR", "127.0.0.1:1883", "TCP address to listen on; port 0 picks a free port", setListen},
+	{"config", "ONCEMQ_CONFIG", "FILE", "", "YAML file of settings, keyed by flag name (tls-cert: for --tls-cert);\n" +
+		"a flag beats its variable, which beats the file", setConfigFile},
+	{"listen", "ONCEMQ_LISTEN", "ADDR...", "", "MQTT over TCP on ADDR (host:port; port 0 picks a free port);\n" +
+		defaultListen + " when no listener of any kind is given", appendAddr(func(c *config) *[]string { return &c.Listen })},
+	{"tls-listen", "ONCEMQ_TLS_LISTEN", "ADDR...", "", "MQTT over TLS on ADDR (needs --tls-cert and --tls-key)",
+		appendAddr(func(c *config) *[]string { return &c.TLSListen })},
+	{"ws-listen", "ONCEMQ_WS_LISTEN", "ADDR...", "", "MQTT over WebSocket on ADDR, path /mqtt, subprotocol mqtt",
+		appendAddr(func(c *config) *[]string { return &c.WSListen })},
+	{"wss-listen", "ONCEMQ_WSS_LISTEN", "ADDR...", "", "MQTT over WebSocket over TLS on ADDR (needs --tls-cert and --tls-key)",
+		appendAddr(func(c *config) *[]string { return &c.WSSListen })},
+	{"tls-cert", "ONCEMQ_TLS_CERT", "FILE", "", "PEM certificate (chain) of the TLS listeners; reloaded on SIGHUP",
+		setFile(func(c *config) *string { return &c.TLSCert })},
+	{"tls-key", "ONCEMQ_TLS_KEY", "FILE", "", "PEM private key of --tls-cert; reloaded on SIGHUP",
+		setFile(func(c *config) *string { return &c.TLSKey })},
+	{"tls-client-ca", "ONCEMQ_TLS_CLIENT_CA", "FILE", "", "PEM CA certificates; when set, TLS clients must present a certificate\n" +
+		"signed by one of them (mutual TLS); reloaded on SIGHUP", setFile(func(c *config) *string { return &c.TLSClientCA })},
 	{"data", "ONCEMQ_DATA", "DIR", "./data", "data directory, holding oncemq.db", setDataDir},
 	{"sync", "ONCEMQ_SYNC", "MODE", "always", "always: fsync every commit; none: no fsync, faster, survives a process crash\n" +
 		"but an OS crash or power loss can lose recent commits or corrupt the store", setSync},
@@ -48,94 +84,203 @@ var options = []option{
 		"with mutual TLS, the client certificate's Common Name is the username", setTLSIdentityAsUsername},
 }
 
-// parseConfig reads serve's flags from args and, for each flag not given, its environment
-// variable through getenv (an empty variable counts as unset). A flag given on the command line
-// beats its variable; a variable it overrides is not even checked. The error names the flag or
-// variable and the bad value; it is flag.ErrHelp for -h/--help.
+// allListeners is the address of every listener, of every kind.
+func (c *config) allListeners() []string {
+	return slices.Concat(c.Listen, c.TLSListen, c.WSListen, c.WSSListen)
+}
+
+// repeatable reports whether o may be given several times.
+func (o option) repeatable() bool { return strings.HasSuffix(o.arg, "...") }
+
+// assignment is one value given to one option, and where it was given.
+type assignment struct {
+	opt    option
+	value  string
+	origin string // "--name", "ONCEMQ_NAME" or "FILE:LINE"
+}
+
+// err is the error of a bad value, naming where it came from.
+func (a assignment) err(err error) error {
+	switch {
+	case strings.HasPrefix(a.origin, "--"):
+		return fmt.Errorf("invalid value %q for flag %s: %v", a.value, a.origin, err)
+	case a.origin == a.opt.env:
+		return fmt.Errorf("invalid value %q for environment variable %s: %v", a.value, a.origin, err)
+	default:
+		return fmt.Errorf("%s: invalid value %q for %s: %v", a.origin, a.value, a.opt.flag, err)
+	}
+}
+
+// parseConfig reads serve's settings from the flags in args, the environment variables through
+// getenv (an empty variable counts as unset) and the config file (--config), in that order of
+// precedence, setting by setting: a setting given by a flag takes its values from the flags only,
+// and a variable or key it overrides is not even checked. The error names the flag, variable or
+// file and line, and the bad value; it is flag.ErrHelp for -h/--help.
 func parseConfig(args []string, getenv func(string) string) (config, error) {
-	var cfg config
+	flags, err := parseFlags(args)
+	if err != nil {
+		return config{}, err
+	}
+	given := map[string]bool{}
+	for _, a := range flags {
+		given[a.opt.flag] = true
+	}
+	env := fromEnv(getenv, given)
+	for _, a := range env {
+		given[a.opt.flag] = true
+	}
+	var file []assignment
+	if path := configPath(flags, env); path != "" {
+		if file, err = readConfigFile(path); err != nil {
+			return config{}, err
+		}
+	}
+
+	cfg := config{origin: map[string]string{}}
 	for _, o := range options {
+		if o.def == "" {
+			continue
+		}
 		if err := o.set(&cfg, o.def); err != nil {
 			panic("oncemq: bad default for --" + o.flag + ": " + err.Error())
 		}
 	}
+	assigned := append(flags, env...)
+	for _, a := range file {
+		if !given[a.opt.flag] {
+			assigned = append(assigned, a)
+		}
+	}
+	for _, a := range assigned {
+		if err := a.opt.set(&cfg, a.value); err != nil {
+			return config{}, a.err(err)
+		}
+		cfg.origin[a.opt.flag] = a.origin
+	}
+	if len(cfg.Listen)+len(cfg.TLSListen)+len(cfg.WSListen)+len(cfg.WSSListen) == 0 {
+		cfg.Listen = []string{defaultListen}
+	}
+	return cfg, cfg.check()
+}
 
+// parseFlags returns the flags of args in command-line order, unchecked.
+func parseFlags(args []string) ([]assignment, error) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // the caller prints the error and the usage
 	fs.Usage = func() {}
-	var badFlag error // the flag package's own message for a bad value says "-name", not "--name"
+	var flags []assignment
 	for _, o := range options {
-		set := func(v string) error {
-			err := o.set(&cfg, v)
-			if err != nil {
-				badFlag = fmt.Errorf("invalid value %q for flag --%s: %v", v, o.flag, err)
-			}
-			return err
+		record := func(v string) error {
+			flags = append(flags, assignment{opt: o, value: v, origin: "--" + o.flag})
+			return nil
 		}
 		if o.arg == "" { // a boolean: --name alone, or --name=false
-			fs.BoolFunc(o.flag, o.help, set)
+			fs.BoolFunc(o.flag, o.help, record)
 		} else {
-			fs.Func(o.flag, o.help, set)
+			fs.Func(o.flag, o.help, record)
 		}
 	}
 	if err := fs.Parse(args); err != nil {
 		switch msg := err.Error(); {
 		case errors.Is(err, flag.ErrHelp):
-			return config{}, err
-		case badFlag != nil:
-			return config{}, badFlag
+			return nil, err
 		case strings.HasPrefix(msg, "flag provided but not defined: -"):
-			return config{}, fmt.Errorf("unknown flag -%s", strings.TrimPrefix(msg, "flag provided but not defined: "))
+			return nil, fmt.Errorf("unknown flag -%s", strings.TrimPrefix(msg, "flag provided but not defined: "))
 		case strings.HasPrefix(msg, "flag needs an argument: -"):
-			return config{}, fmt.Errorf("flag -%s needs a value", strings.TrimPrefix(msg, "flag needs an argument: "))
+			return nil, fmt.Errorf("flag -%s needs a value", strings.TrimPrefix(msg, "flag needs an argument: "))
 		default:
-			return config{}, err
+			return nil, err
 		}
 	}
 	if fs.NArg() > 0 {
-		return config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	return flags, nil
+}
 
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+// fromEnv returns the variables of the settings not given, in table order; a repeatable
+// setting's variable is a comma-separated list.
+func fromEnv(getenv func(string) string, given map[string]bool) []assignment {
+	var env []assignment
 	for _, o := range options {
-		if given[o.flag] {
-			continue
-		}
 		v := strings.TrimSpace(getenv(o.env))
-		if v == "" {
+		if given[o.flag] || v == "" {
 			continue
 		}
-		if err := o.set(&cfg, v); err != nil {
-			return config{}, fmt.Errorf("invalid value %q for environment variable %s: %v", v, o.env, err)
+		values := []string{v}
+		if o.repeatable() {
+			values = strings.Split(v, ",")
+		}
+		for _, v := range values {
+			if v = strings.TrimSpace(v); v != "" {
+				env = append(env, assignment{opt: o, value: v, origin: o.env})
+			}
 		}
 	}
-	return cfg, nil
+	return env
+}
+
+// configPath is the last --config flag, or else ONCEMQ_CONFIG.
+func configPath(flags, env []assignment) string {
+	path := ""
+	for _, a := range append(env, flags...) {
+		if a.opt.flag == "config" {
+			path = a.value
+		}
+	}
+	return path
 }
 
 // writeUsage prints the usage text of serve, with each flag's variable and default.
 func writeUsage(w io.Writer) {
-	fmt.Fprint(w, "Usage: oncemq [serve] [flags]\n\nRun the MQTT broker until SIGINT or SIGTERM.\n\n"+
-		"Flags (each also set by its environment variable; the flag wins):\n")
+	fmt.Fprint(w, "Usage: oncemq [serve] [flags]\n\nRun the MQTT broker until SIGINT or SIGTERM; SIGHUP reloads the certificates.\n\n"+
+		"Flags (each also set by its environment variable and its key in the --config file;\n"+
+		"a flag wins over the variable, which wins over the file; ADDR... may be repeated):\n")
 	for _, o := range options {
 		fmt.Fprintf(w, "  --%s %s\n", o.flag, o.arg) // a boolean has no ARG
 		for _, line := range strings.Split(o.help, "\n") {
 			fmt.Fprintf(w, "        %s\n", line)
 		}
-		fmt.Fprintf(w, "        $%s, default %s\n", o.env, o.def)
+		if o.def == "" {
+			fmt.Fprintf(w, "        $%s\n", o.env)
+		} else {
+			fmt.Fprintf(w, "        $%s, default %s\n", o.env, o.def)
+		}
 	}
 }
 
-func setListen(c *config, v string) error {
-	_, port, err := net.SplitHostPort(v)
-	if err != nil {
-		return errors.New("want host:port, like 127.0.0.1:1883 or :1883")
+func setConfigFile(c *config, v string) error {
+	c.ConfigFile = v
+	return nil // read by parseConfig, which reports a missing file
+}
+
+// appendAddr is the setter of a repeatable listener address.
+func appendAddr(field func(*config) *[]string) func(*config, string) error {
+	return func(c *config, v string) error {
+		_, port, err := net.SplitHostPort(v)
+		if err != nil {
+			return errors.New("want host:port, like 127.0.0.1:1883 or :1883")
+		}
+		if n, err := strconv.ParseUint(port, 10, 16); err != nil || port == "" || n > 65535 {
+			return errors.New("port must be a number from 0 to 65535")
+		}
+		*field(c) = append(*field(c), v)
+		return nil
 	}
-	if n, err := strconv.ParseUint(port, 10, 16); err != nil || port == "" || n > 65535 {
-		return errors.New("port must be a number from 0 to 65535")
+}
+
+// setFile is the setter of a file the broker reads: it must exist and be readable now, so that a
+// typo stops start-up where it was written.
+func setFile(field func(*config) *string) func(*config, string) error {
+	return func(c *config, v string) error {
+		f, err := os.Open(v)
+		if err != nil {
+			return err
+		}
+		f.Close()
+		*field(c) = v
+		return nil
 	}
-	c.Listen = v
-	return nil
 }
 
 func setDataDir(c *config, v string) error {

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"flag"
 	"log/slog"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/oncemq/oncemq/mqtt/mqtttest"
 )
 
 func envOf(m map[string]string) func(string) string {
@@ -14,7 +17,7 @@ func envOf(m map[string]string) func(string) string {
 }
 
 func defaults() config {
-	return config{Listen: "127.0.0.1:1883", DataDir: "./data", Sync: "always", LogLevel: slog.LevelInfo, MaxQueued: 10000}
+	return config{Listen: []string{"127.0.0.1:1883"}, DataDir: "./data", Sync: "always", LogLevel: slog.LevelInfo, MaxQueued: 10000}
 }
 
 func TestParseServeConfig(t *testing.T) {
@@ -29,7 +32,7 @@ func TestParseServeConfig(t *testing.T) {
 		{"empty env is unset", nil, map[string]string{"ONCEMQ_LISTEN": "", "ONCEMQ_SYNC": "", "ONCEMQ_MAX_QUEUED": ""}, defaults()},
 		{"unrelated env", nil, map[string]string{"LISTEN": ":1", "ONCEMQ_OTHER": "x"}, defaults()},
 
-		{"env listen", nil, map[string]string{"ONCEMQ_LISTEN": ":1883"}, with(func(c *config) { c.Listen = ":1883" })},
+		{"env listen", nil, map[string]string{"ONCEMQ_LISTEN": ":1883"}, with(func(c *config) { c.Listen = []string{":1883"} })},
 		{"env data", nil, map[string]string{"ONCEMQ_DATA": "/data"}, with(func(c *config) { c.DataDir = "/data" })},
 		{"env sync", nil, map[string]string{"ONCEMQ_SYNC": "none"}, with(func(c *config) { c.Sync = "none" })},
 		{"env log level", nil, map[string]string{"ONCEMQ_LOG_LEVEL": "debug"}, with(func(c *config) { c.LogLevel = slog.LevelDebug })},
@@ -37,19 +40,27 @@ func TestParseServeConfig(t *testing.T) {
 		{"env max queued", nil, map[string]string{"ONCEMQ_MAX_QUEUED": "5"}, with(func(c *config) { c.MaxQueued = 5 })},
 		{"env value trimmed", nil, map[string]string{"ONCEMQ_SYNC": " none\n"}, with(func(c *config) { c.Sync = "none" })},
 
-		{"flag listen", []string{"--listen", "[::1]:0"}, nil, with(func(c *config) { c.Listen = "[::1]:0" })},
+		{"flag listen", []string{"--listen", "[::1]:0"}, nil, with(func(c *config) { c.Listen = []string{"[::1]:0"} })},
 		{"flag data", []string{"--data=/var/lib/oncemq"}, nil, with(func(c *config) { c.DataDir = "/var/lib/oncemq" })},
 		{"flag sync", []string{"-sync", "none"}, nil, with(func(c *config) { c.Sync = "none" })},
 		{"flag log level", []string{"--log-level", "error"}, nil, with(func(c *config) { c.LogLevel = slog.LevelError })},
 		{"flag max queued", []string{"--max-queued=1"}, nil, with(func(c *config) { c.MaxQueued = 1 })},
 		{"flag given twice, last wins", []string{"--sync", "none", "--sync", "always"}, nil, defaults()},
 		{"all flags", []string{"--listen", "0.0.0.0:1884", "--data", "d", "--sync", "none", "--log-level", "warn", "--max-queued", "7"}, nil,
-			config{Listen: "0.0.0.0:1884", DataDir: "d", Sync: "none", LogLevel: slog.LevelWarn, MaxQueued: 7}},
+			config{Listen: []string{"0.0.0.0:1884"}, DataDir: "d", Sync: "none", LogLevel: slog.LevelWarn, MaxQueued: 7}},
+
+		{"listen repeated", []string{"--listen", ":1", "--listen", ":2"}, nil, with(func(c *config) { c.Listen = []string{":1", ":2"} })},
+		{"env listen comma-separated", nil, map[string]string{"ONCEMQ_LISTEN": ":1, :2,"}, with(func(c *config) { c.Listen = []string{":1", ":2"} })},
+		{"flag listen replaces env listen", []string{"--listen", ":3"}, map[string]string{"ONCEMQ_LISTEN": ":1,:2"}, with(func(c *config) { c.Listen = []string{":3"} })},
+		{"no TCP default beside another listener", []string{"--ws-listen", ":8080"}, nil,
+			with(func(c *config) { c.Listen = nil; c.WSListen = []string{":8080"} })},
+		{"every kind of listener", []string{"--ws-listen", ":3", "--listen", ":1"}, map[string]string{"ONCEMQ_WS_LISTEN": ":9"},
+			with(func(c *config) { c.Listen = []string{":1"}; c.WSListen = []string{":3"} })},
 
 		{"flags beat env",
 			[]string{"--listen", ":2", "--data", "f", "--sync", "always", "--log-level", "info", "--max-queued", "3"},
 			map[string]string{"ONCEMQ_LISTEN": ":1", "ONCEMQ_DATA": "e", "ONCEMQ_SYNC": "none", "ONCEMQ_LOG_LEVEL": "debug", "ONCEMQ_MAX_QUEUED": "9"},
-			config{Listen: ":2", DataDir: "f", Sync: "always", LogLevel: slog.LevelInfo, MaxQueued: 3}},
+			config{Listen: []string{":2"}, DataDir: "f", Sync: "always", LogLevel: slog.LevelInfo, MaxQueued: 3}},
 		{"flag beats env, others from env",
 			[]string{"--sync", "always"},
 			map[string]string{"ONCEMQ_SYNC": "none", "ONCEMQ_DATA": "e"},
@@ -65,7 +76,8 @@ func TestParseServeConfig(t *testing.T) {
 			if err != nil {
 				t.Fatalf("parseConfig(%q) error: %v", tt.args, err)
 			}
-			if got != tt.want {
+			got.origin = nil
+			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("parseConfig(%q)\n got  %+v\n want %+v", tt.args, got, tt.want)
 			}
 		})
@@ -98,6 +110,14 @@ func TestParseServeConfigErrors(t *testing.T) {
 		{"positional argument", []string{"stray"}, nil, []string{"unexpected argument", `"stray"`}},
 		{"positional after flags", []string{"--sync", "none", "extra"}, nil, []string{"unexpected argument", `"extra"`}},
 		{"subcommand after flags", []string{"--sync", "none", "serve"}, nil, []string{"unexpected argument", `"serve"`}},
+
+		{"tls-listen without tls-cert", []string{"--tls-listen", "127.0.0.1:0"}, nil, []string{"--tls-listen", "needs tls-cert and tls-key"}},
+		{"wss-listen from env without tls-cert", nil, map[string]string{"ONCEMQ_WSS_LISTEN": ":8443"}, []string{"ONCEMQ_WSS_LISTEN", "needs tls-cert"}},
+		{"missing cert file", []string{"--tls-cert", "no-such.pem"}, nil, []string{"--tls-cert", `"no-such.pem"`, "no such file"}},
+		{"missing client CA file", nil, map[string]string{"ONCEMQ_TLS_CLIENT_CA": "no-ca.pem"}, []string{"ONCEMQ_TLS_CLIENT_CA", "no such file"}},
+		{"bad address in a repeated listen", []string{"--listen", ":1", "--listen", "nowhere"}, nil, []string{"--listen", `"nowhere"`}},
+		{"bad address in the env list", nil, map[string]string{"ONCEMQ_WS_LISTEN": ":1,:x"}, []string{"ONCEMQ_WS_LISTEN", `":x"`}},
+		{"missing config file", []string{"--config", "no-such.yaml"}, nil, []string{"no-such.yaml"}},
 
 		{"bad env listen", nil, map[string]string{"ONCEMQ_LISTEN": "1883"}, []string{"ONCEMQ_LISTEN", `"1883"`}},
 		{"bad env sync", nil, map[string]string{"ONCEMQ_SYNC": "sometimes"}, []string{"ONCEMQ_SYNC", `"sometimes"`}},
@@ -140,10 +160,37 @@ func TestServeUsageListsEveryOption(t *testing.T) {
 	var b bytes.Buffer
 	writeUsage(&b)
 	for _, o := range options {
-		for _, s := range []string{"--" + o.flag, "$" + o.env, "default " + o.def} {
+		want := "$" + o.env + "\n"
+		if o.def != "" {
+			want = "$" + o.env + ", default " + o.def + "\n"
+		}
+		for _, s := range []string{"--" + o.flag + " " + o.arg + "\n", want} {
 			if !strings.Contains(b.String(), s) {
 				t.Errorf("usage lacks %q:\n%s", s, b.String())
 			}
 		}
+	}
+}
+
+// TLS settings that only make sense together are refused apart, naming what is missing.
+func TestParseServeConfigTLSPairs(t *testing.T) {
+	dir := t.TempDir()
+	f := mqtttest.NewCA(t, "ca").WriteFiles(t, dir, "s", "localhost")
+	for _, tc := range []struct {
+		args     []string
+		mentions string
+	}{
+		{[]string{"--tls-cert", f.Cert, "--tls-listen", ":0"}, "--tls-listen needs tls-cert and tls-key"},
+		{[]string{"--tls-key", f.Key}, "--tls-key needs tls-cert too"},
+		{[]string{"--tls-cert", f.Cert}, "--tls-cert needs tls-key too"},
+		{[]string{"--tls-cert", f.Cert, "--tls-key", f.Key, "--tls-client-ca", f.CA}, "--tls-client-ca is set but there is no tls-listen"},
+	} {
+		if _, err := parseConfig(tc.args, envOf(nil)); err == nil || !strings.Contains(err.Error(), tc.mentions) {
+			t.Errorf("parseConfig(%q): %v, want an error with %q", tc.args, err, tc.mentions)
+		}
+	}
+	cfg, err := parseConfig([]string{"--tls-cert", f.Cert, "--tls-key", f.Key, "--tls-client-ca", f.CA, "--wss-listen", ":0"}, envOf(nil))
+	if err != nil || cfg.TLSClientCA != f.CA || len(cfg.Listen) != 0 {
+		t.Errorf("mutual TLS on wss only: %+v, %v", cfg, err)
 	}
 }

@@ -1,7 +1,8 @@
 // Package serve is `oncemq serve`, the broker: its flags and ONCEMQ_* variables, the process-wide
-// tuning a long-running broker wants (GOGC, returning memory to the OS after a burst), the users
-// and access rules (mqtt/auth), and the signals: SIGINT and SIGTERM shut it down, SIGHUP reloads
-// the password and ACL files.
+// tuning a long-running broker wants (GOGC, returning memory to the OS after a burst), its
+// listeners (TCP, TLS, WebSocket, WebSocket over TLS, all serving one broker), the users and access
+// rules (mqtt/auth), and the signals that shut it down (SIGINT, SIGTERM) or reload its files
+// (SIGHUP: the password file, the ACL file, the certificates).
 package serve
 
 import (
@@ -10,10 +11,10 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -38,9 +39,9 @@ func tuneGC() {
 	}
 }
 
-// Main runs the broker until SIGINT or SIGTERM. Exit codes: 0 after a clean shutdown, 1 if the
-// broker cannot start or fails (at once when its store has an I/O error), 2 for bad flags or
-// environment variables.
+// Main runs the broker until SIGINT or SIGTERM; SIGHUP reloads what can be reloaded. Exit codes:
+// 0 after a clean shutdown, 1 if the broker cannot start or fails (at once when its store has an
+// I/O error), 2 for bad settings (flags, environment variables, config file).
 func Main(args []string, env cli.Env) int {
 	cfg, err := parseConfig(args, env.Getenv)
 	if errors.Is(err, flag.ErrHelp) {
@@ -65,21 +66,15 @@ func Main(args []string, env cli.Env) int {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 
-	sec, err := newSecurity(cfg, []string{cfg.Listen}, false, log)
+	srv, lns, reloaders, err := newServer(cfg, log)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "oncemq: %v\n", err)
 		return cli.ExitFailure
 	}
-	srv, ln, err := newServer(cfg, sec, log)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "oncemq: %v\n", err)
-		return cli.ExitFailure
-	}
-	log.Info("oncemq started", "version", env.Version, "listen", ln.Addr().String(), "data", cfg.DataDir,
-		"sync", cfg.Sync, "max_queued", cfg.MaxQueued)
-	stopReloads := reloadOnSignal(hup, sec.reloaders, log)
+	stopReloads := reloadOnSignal(hup, reloaders, log)
 	defer stopReloads()
-	return serveUntilSignal(srv, ln, sigs, log)
+	log.Info("oncemq started", startedAttrs(env.Version, cfg, lns)...)
+	return serveUntilSignal(srv, lns, sigs, log)
 }
 
 // reloadOnSignal runs the reloaders at every SIGHUP, on a goroutine of its own, until the returned
@@ -92,7 +87,6 @@ func reloadOnSignal(hup <-chan os.Signal, reloaders []reloader, log *slog.Logger
 		for {
 			select {
 			case <-hup:
-				log.Info("SIGHUP: reloading", "files", len(reloaders))
 				reload(reloaders, log)
 			case <-done:
 				return
@@ -102,9 +96,40 @@ func reloadOnSignal(hup <-chan os.Signal, reloaders []reloader, log *slog.Logger
 	return func() { close(done); <-finished }
 }
 
-// newServer opens the store and binds the listener: the one place that knows how package mqtt is
-// configured.
-func newServer(cfg config, sec security, log *slog.Logger) (*mqtt.Server, net.Listener, error) {
+// startedAttrs are the attributes of the start-up log line: listen is the first TCP listener's
+// address (tests read the port bound with port 0 from it), listeners every listener's URL.
+func startedAttrs(version string, cfg config, lns []listener) []any {
+	attrs := []any{"version", version}
+	urls := make([]string, len(lns))
+	for i, l := range lns {
+		urls[i] = l.url()
+	}
+	for _, l := range lns {
+		if l.scheme == "mqtt" {
+			attrs = append(attrs, "listen", l.Addr().String())
+			break
+		}
+	}
+	return append(attrs, "listeners", strings.Join(urls, " "), "data", cfg.DataDir, "sync", cfg.Sync,
+		"max_queued", cfg.MaxQueued)
+}
+
+// newServer loads the certificates, the users and the access rules, opens the store and binds the
+// listeners: the one place that knows how package mqtt is configured. The reloaders are what
+// SIGHUP runs.
+func newServer(cfg config, log *slog.Logger) (*mqtt.Server, []listener, []reloader, error) {
+	certs, err := newCertStore(cfg)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	sec, err := newSecurity(cfg, cfg.allListeners(), cfg.TLSClientCA != "", log)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	reloaders := sec.reloaders
+	if certs != nil {
+		reloaders = append(reloaders, reloader{"certificates", certs.reload})
+	}
 	srv, err := mqtt.New(mqtt.Options{
 		DataDir:       cfg.DataDir,
 		NoSync:        cfg.Sync == "none",
@@ -114,23 +139,25 @@ func newServer(cfg config, sec security, log *slog.Logger) (*mqtt.Server, net.Li
 		Authorizer:    sec.authorizer,
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
+	lns, err := openListeners(cfg, certs)
 	if err != nil {
 		srv.Close()
-		return nil, nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+		return nil, nil, nil, err
 	}
-	return srv, ln, nil
+	return srv, lns, reloaders, nil
 }
 
-// serveUntilSignal serves until a signal comes, or Serve fails, then shuts the broker down and
-// returns the exit code.
-func serveUntilSignal(srv *mqtt.Server, ln net.Listener, sigs <-chan os.Signal, log *slog.Logger) int {
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+// serveUntilSignal serves every listener until a signal comes, or a Serve fails, then shuts the
+// broker down and returns the exit code.
+func serveUntilSignal(srv *mqtt.Server, lns []listener, sigs <-chan os.Signal, log *slog.Logger) int {
+	served := make(chan error, len(lns))
+	for _, l := range lns {
+		go func() { served <- srv.Serve(l) }()
+	}
 
-	code, serveReturned := cli.ExitOK, false
+	code, returned := cli.ExitOK, 0
 	select {
 	case sig := <-sigs:
 		log.Info("shutting down", "signal", sig.String(), "timeout", shutdownTimeout)
@@ -144,7 +171,7 @@ func serveUntilSignal(srv *mqtt.Server, ln net.Listener, sigs <-chan os.Signal, 
 		}
 		// Serve returns only after Shutdown, so this is a failure; still close the store cleanly.
 		log.Error("serve stopped", "err", err)
-		code, serveReturned = cli.ExitFailure, true
+		code, returned = cli.ExitFailure, 1
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
@@ -152,7 +179,7 @@ func serveUntilSignal(srv *mqtt.Server, ln net.Listener, sigs <-chan os.Signal, 
 	if !shutdown(ctx, srv, sigs, log) {
 		return cli.ExitFailure
 	}
-	if !serveReturned {
+	for ; returned < len(lns); returned++ {
 		select {
 		case err := <-served:
 			if !errors.Is(err, mqtt.ErrServerClosed) {
@@ -161,7 +188,7 @@ func serveUntilSignal(srv *mqtt.Server, ln net.Listener, sigs <-chan os.Signal, 
 			}
 		case <-ctx.Done():
 			log.Error("serve did not return after shutdown")
-			code = cli.ExitFailure
+			return cli.ExitFailure
 		}
 	}
 	if code == cli.ExitOK {
