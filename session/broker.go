@@ -29,6 +29,9 @@ type Options struct {
 	//
 	// It is called with Broker.mu held: it must not block and must not call back into the Broker.
 	OnDrop func(clientID, topic string, why DropReason)
+
+	// Dedup configures duplicate detection by the publisher's dedup id; the zero value is off.
+	Dedup DedupOptions
 }
 
 // Journal is what the session layer needs of the durable journal. *inflight.Journal implements it;
@@ -61,6 +64,7 @@ type Broker struct {
 	sessions map[string]*Session
 	subs     *topic.Index[inflight.SubscriptionRecord]
 	retained map[string]*inflight.Message
+	dedup    dedupState
 	closed   bool
 }
 
@@ -83,6 +87,7 @@ func New(j Journal, rec *inflight.Recovered, opts Options) *Broker {
 		sessions: make(map[string]*Session),
 		subs:     topic.NewIndex[inflight.SubscriptionRecord](),
 		retained: make(map[string]*inflight.Message),
+		dedup:    dedupState{window: newDedupWindow()},
 	}
 	if rec != nil {
 		b.restore(rec)

@@ -15,6 +15,7 @@ type ConnectRequest struct {
 	Will            *inflight.Will
 	ReceiveMax      uint16 // the client's; 0 means 65535
 	MaxPacketSize   uint32 // the client's; 0 means no limit
+	NoProblemInfo   bool   // 5.0 Request Problem Information 0 [MQTT-3.1.2-29]
 }
 
 // Connect gives the session of req.ClientID to c. An existing connection with the same client id is
@@ -47,6 +48,7 @@ func (b *Broker) Connect(req ConnectRequest, c Conn, done func(present bool, err
 	s.protocolVersion = req.ProtocolVersion
 	s.expiryInterval = req.ExpiryInterval
 	s.will = req.Will
+	s.noProblemInfo = req.NoProblemInfo
 	s.conn = c
 	s.disconnectedAt = 0
 	switch {

@@ -9,6 +9,7 @@ type Stats struct {
 	Queued                int // messages waiting in session queues
 	Subscriptions         int // subscriptions, one per session and filter
 	Retained              int // retained messages
+	DedupIDs              int // dedup ids in the window
 
 	// The counters of Metrics.
 	QueueOverflow   uint64
@@ -17,6 +18,9 @@ type Stats struct {
 	NotAuthorized   uint64
 	SessionsExpired uint64
 	CommitFailures  uint64
+
+	DuplicatesByPacketID uint64
+	DuplicatesByDedupID  uint64
 }
 
 // Stats counts, under the lock, what the broker holds. It visits every session: call it for a
@@ -34,6 +38,10 @@ func (b *Broker) Stats() Stats {
 		NotAuthorized:   b.Metrics.NotAuthorized.Load(),
 		SessionsExpired: b.Metrics.SessionsExpired.Load(),
 		CommitFailures:  b.Metrics.CommitFailures.Load(),
+
+		DedupIDs:             b.dedup.window.Len(),
+		DuplicatesByPacketID: b.Metrics.DuplicatesByPacketID.Load(),
+		DuplicatesByDedupID:  b.Metrics.DuplicatesByDedupID.Load(),
 	}
 	for _, s := range b.sessions {
 		if s.connected() {
