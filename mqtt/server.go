@@ -49,6 +49,10 @@ type Server struct {
 // serves nothing until Serve or ListenAndServe is called.
 func New(opts Options) (*Server, error) {
 	opts.setDefaults()
+	dedup, err := opts.dedup()
+	if err != nil {
+		return nil, err
+	}
 	path := filepath.Join(opts.DataDir, DataFile)
 	j, rec, err := inflight.Open(path, &inflight.Options{NoSync: opts.NoSync, Logger: opts.Logger})
 	if err != nil {
@@ -65,7 +69,7 @@ func New(opts Options) (*Server, error) {
 		conns:      make(map[*conn]struct{}),
 		stopReport: make(chan struct{}),
 	}
-	sopts := session.Options{MaxQueued: opts.MaxQueued, Logger: opts.Logger, OnDrop: opts.Events.Drop}
+	sopts := session.Options{MaxQueued: opts.MaxQueued, Logger: opts.Logger, OnDrop: opts.Events.Drop, Dedup: dedup}
 	if opts.Authorizer != nil {
 		sopts.MayRead = opts.Authorizer.CanRead
 	}

@@ -17,6 +17,12 @@ type Stats struct {
 	NotAuthorized    uint64 // deliveries the Authorizer's CanRead refused
 	SessionsExpired  uint64
 
+	// Duplicate PUBLISHes answered and not routed, by what recognised them: a QoS 2 packet id
+	// still awaiting PUBREL, or a dedup id in the window (Options.DedupProperty).
+	DuplicatesByPacketID uint64
+	DuplicatesByDedupID  uint64
+	DedupIDs             int // dedup ids in the window
+
 	Commits        uint64 // store transactions committed, each one sync with NoSync unset
 	Batches        uint64 // batches of changes submitted (each one a PUBLISH, an ack, a CONNECT...)
 	Records        uint64 // records written
@@ -43,9 +49,13 @@ func (s *Server) Stats() Stats {
 		DroppedTooLarge:  bs.TooLarge,
 		NotAuthorized:    bs.NotAuthorized,
 		SessionsExpired:  bs.SessionsExpired,
-		Commits:          js.Commits,
-		Batches:          js.Batches,
-		Records:          js.Ops,
-		CommitFailures:   bs.CommitFailures,
+
+		DuplicatesByPacketID: bs.DuplicatesByPacketID,
+		DuplicatesByDedupID:  bs.DuplicatesByDedupID,
+		DedupIDs:             bs.DedupIDs,
+		Commits:              js.Commits,
+		Batches:              js.Batches,
+		Records:              js.Ops,
+		CommitFailures:       bs.CommitFailures,
 	}
 }
