@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // config is the validated configuration of `oncemq serve`.
@@ -18,6 +19,14 @@ type config struct {
 	Sync      string     // "always" or "none"
 	LogLevel  slog.Level // debug, info, warn or error
 	MaxQueued int        // >= 1
+
+	// Duplicate detection by the publisher's dedup id (mqtt.Options.Dedup*). A window or a
+	// maximum of 0 turns it off.
+	DedupProperty  string
+	DedupScope     string // client or topic
+	DedupJSONField string // "" for none
+	DedupWindow    time.Duration
+	DedupMax       int
 }
 
 // option is one setting of serve: a flag, the environment variable that also sets it, and the
@@ -34,6 +43,12 @@ var options = []option{
 		"but an OS crash or power loss can lose recent commits or corrupt the store", setSync},
 	{"log-level", "ONCEMQ_LOG_LEVEL", "LEVEL", "info", "debug, info, warn or error", setLogLevel},
 	{"max-queued", "ONCEMQ_MAX_QUEUED", "N", "10000", "most messages queued per session (offline, or over its Receive Maximum)", setMaxQueued},
+	{"dedup-property", "ONCEMQ_DEDUP_PROPERTY", "NAME", "dedup-id", "5.0 user property holding the publisher's own message id (the dedup id)", setDedupProperty},
+	{"dedup-scope", "ONCEMQ_DEDUP_SCOPE", "SCOPE", "client", "client: a dedup id is unique per publishing client id; topic: per topic", setDedupScope},
+	{"dedup-json-field", "ONCEMQ_DEDUP_JSON_FIELD", "NAME", "", "top-level field of a JSON payload holding the dedup id, for 3.1.1 publishers\n" +
+		"(empty: none)", setDedupJSONField},
+	{"dedup-window", "ONCEMQ_DEDUP_WINDOW", "DURATION", "5m", "how long a dedup id is remembered; 0 turns dedup off", setDedupWindow},
+	{"dedup-max", "ONCEMQ_DEDUP_MAX", "N", "1000000", "most dedup ids remembered, the oldest forgotten first; 0 turns dedup off", setDedupMax},
 }
 
 // parseConfig reads serve's flags from args and, for each flag not given, its environment
@@ -160,5 +175,45 @@ func setMaxQueued(c *config, v string) error {
 		return errors.New("want a whole number of at least 1")
 	}
 	c.MaxQueued = n
+	return nil
+}
+
+func setDedupProperty(c *config, v string) error {
+	if v == "" {
+		return errors.New("must not be empty")
+	}
+	c.DedupProperty = v
+	return nil
+}
+
+func setDedupScope(c *config, v string) error {
+	switch v {
+	case "client", "topic":
+		c.DedupScope = v
+		return nil
+	}
+	return errors.New("want client or topic")
+}
+
+func setDedupJSONField(c *config, v string) error {
+	c.DedupJSONField = v
+	return nil
+}
+
+func setDedupWindow(c *config, v string) error {
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return errors.New("want a duration like 5m or 90s, or 0 to turn dedup off")
+	}
+	c.DedupWindow = d
+	return nil
+}
+
+func setDedupMax(c *config, v string) error {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return errors.New("want a whole number, or 0 to turn dedup off")
+	}
+	c.DedupMax = n
 	return nil
 }

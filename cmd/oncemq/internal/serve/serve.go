@@ -66,7 +66,7 @@ func Main(args []string, env cli.Env) int {
 		return cli.ExitFailure
 	}
 	log.Info("oncemq started", "version", env.Version, "listen", ln.Addr().String(), "data", cfg.DataDir,
-		"sync", cfg.Sync, "max_queued", cfg.MaxQueued)
+		"sync", cfg.Sync, "max_queued", cfg.MaxQueued, "dedup_window", cfg.DedupWindow, "dedup_max", cfg.DedupMax)
 	return serveUntilSignal(srv, ln, sigs, log)
 }
 
@@ -78,6 +78,12 @@ func newServer(cfg config, log *slog.Logger) (*mqtt.Server, net.Listener, error)
 		NoSync:    cfg.Sync == "none",
 		MaxQueued: cfg.MaxQueued,
 		Logger:    log,
+
+		DedupProperty:  cfg.DedupProperty,
+		DedupScope:     cfg.DedupScope,
+		DedupJSONField: cfg.DedupJSONField,
+		DedupWindow:    offIfZero(cfg.DedupWindow),
+		DedupMax:       offIfZero(cfg.DedupMax),
 	})
 	if err != nil {
 		return nil, nil, err
@@ -88,6 +94,14 @@ func newServer(cfg config, log *slog.Logger) (*mqtt.Server, net.Listener, error)
 		return nil, nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
 	return srv, ln, nil
+}
+
+// offIfZero maps serve's 0 ("off") to mqtt.Options' negative ("off"; there 0 means the default).
+func offIfZero[T int | time.Duration](v T) T {
+	if v == 0 {
+		return -1
+	}
+	return v
 }
 
 // serveUntilSignal serves until a signal comes, or Serve fails, then shuts the broker down and
