@@ -15,7 +15,7 @@ var ErrInvalidBatch = errors.New("inflight: invalid batch")
 
 // buckets holds the buckets of one write transaction.
 type buckets struct {
-	sessions, subs, in, out, queue, msgs, retained *bolt.Bucket
+	sessions, subs, in, out, queue, msgs, retained, dedup *bolt.Bucket
 }
 
 func txBuckets(tx *bolt.Tx) (buckets, error) {
@@ -27,8 +27,9 @@ func txBuckets(tx *bolt.Tx) (buckets, error) {
 		queue:    tx.Bucket(bucketQueue),
 		msgs:     tx.Bucket(bucketMsgs),
 		retained: tx.Bucket(bucketRetained),
+		dedup:    tx.Bucket(bucketDedup),
 	}
-	for _, b := range []*bolt.Bucket{bk.sessions, bk.subs, bk.in, bk.out, bk.queue, bk.msgs, bk.retained} {
+	for _, b := range []*bolt.Bucket{bk.sessions, bk.subs, bk.in, bk.out, bk.queue, bk.msgs, bk.retained, bk.dedup} {
 		if b == nil {
 			return bk, errors.New("bucket missing")
 		}
@@ -103,6 +104,13 @@ func (o *op) validate() error {
 		if !validName(o.topic) {
 			return fmt.Errorf("topic %q", o.topic)
 		}
+	case opPutDedup:
+		if o.dedup.Reason >= 0x80 {
+			return fmt.Errorf("dedup reason 0x%02X: a refused message stays retryable", o.dedup.Reason)
+		}
+		return validDedupKey(o.dedup.Key)
+	case opDeleteDedup:
+		return validDedupKey(o.topic)
 	}
 	return nil
 }
@@ -173,6 +181,10 @@ func (bk buckets) apply(o *op) error {
 		return bk.retained.Put([]byte(o.topic), v)
 	case opDeleteRetained:
 		return bk.retained.Delete([]byte(o.topic))
+	case opPutDedup:
+		return bk.dedup.Put([]byte(o.dedup.Key), encodeDedup(o.dedup))
+	case opDeleteDedup:
+		return bk.dedup.Delete([]byte(o.topic))
 	}
 	return fmt.Errorf("unknown change kind %d", o.kind)
 }

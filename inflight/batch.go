@@ -24,6 +24,8 @@ const (
 	opDeleteMessage
 	opPutRetained
 	opDeleteRetained
+	opPutDedup
+	opDeleteDedup
 )
 
 type op struct {
@@ -39,7 +41,8 @@ type op struct {
 	order    uint64
 	msg      *Message
 	seq      uint64
-	topic    string
+	topic    string // the topic, or the dedup key of opDeleteDedup
+	dedup    *DedupRecord
 }
 
 // Len is the number of changes in the batch.

@@ -56,6 +56,10 @@ func (o *op) String() string {
 		return "put retained " + o.topic
 	case opDeleteRetained:
 		return "delete retained " + o.topic
+	case opPutDedup:
+		return fmt.Sprintf("put dedup %s reason=0x%02X", dedupName(o.dedup.Key), o.dedup.Reason)
+	case opDeleteDedup:
+		return "delete dedup " + dedupName(o.topic)
 	}
 	return fmt.Sprintf("change of kind %d", o.kind)
 }
@@ -69,4 +73,13 @@ func (s OutboundState) String() string {
 		return "pubrel-sent"
 	}
 	return fmt.Sprintf("state-%d", byte(s))
+}
+
+// dedupName writes a dedup key as "c/client/id" or "t/topic/id".
+func dedupName(k string) string {
+	scope, name, id, ok := SplitDedupKey(k)
+	if !ok {
+		return fmt.Sprintf("%q", k)
+	}
+	return string(scope) + "/" + name + "/" + id
 }

@@ -28,6 +28,12 @@ package inflight
 //	queue     clientID 0x00 order u64           queued
 //	msgs      seq u64                           message
 //	retained  topic                             message
+//	dedup     scope u8, len uvarint, name, id   dedup
+//
+// A dedup key (DedupKey) is not per client: scope is 'c' (name is the publisher's client id) or
+// 't' (name is the topic), len is the byte length of name, and id is the publisher's dedup id. It
+// survives the session of its client on purpose: it is what detects a resend after a Clean Start.
+// The bucket is absent from files written before it existed; Open creates it.
 //
 // # Values
 //
@@ -40,6 +46,7 @@ package inflight
 //	message       created i64, expiresAt i64, PUBLISH
 //	session       encoding/json of SessionRecord            (rare writes; the will inline)
 //	subscription  encoding/json of SubscriptionRecord
+//	dedup         at i64, reason u8                         (accepted at, the answer sent; reason < 0x80)
 //
 // retain u8 is 0 or 1. created and expiresAt are unix nanoseconds (expiresAt 0: never). PUBLISH is
 // the whole message encoded as an MQTT 5.0 PUBLISH packet (fixed header with QoS and retain, topic,
@@ -82,12 +89,13 @@ var (
 	bucketQueue    = []byte("queue")
 	bucketMsgs     = []byte("msgs")
 	bucketRetained = []byte("retained")
+	bucketDedup    = []byte("dedup")
 
 	keyFormat = []byte("format")
 )
 
 // allBuckets lists every bucket Open creates.
-var allBuckets = [][]byte{bucketMeta, bucketSessions, bucketSubs, bucketIn, bucketOut, bucketQueue, bucketMsgs, bucketRetained}
+var allBuckets = [][]byte{bucketMeta, bucketSessions, bucketSubs, bucketIn, bucketOut, bucketQueue, bucketMsgs, bucketRetained, bucketDedup}
 
 // clientPrefix is the key prefix of every entry of one client in subs, in, out and queue.
 func clientPrefix(clientID string) []byte {

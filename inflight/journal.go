@@ -43,6 +43,9 @@ type Recovered struct {
 	Expired int
 	// ExpiredWills are the wills of those sessions, due now: the session layer publishes them.
 	ExpiredWills []ExpiredWill
+	// Dedup is every dedup id in the file, aged or not: the session layer keeps those still in
+	// its window and deletes the others in later batches.
+	Dedup []DedupRecord
 }
 
 // ExpiredWill is the will of a session that ended while the broker was down.

@@ -100,6 +100,7 @@ type recovery struct {
 	retained  []*Message
 	lastSeq   uint64
 	deletions map[string][][]byte // by bucket: strays, broken references, orphans
+	dedup     []DedupRecord       // every dedup id in the file, in key order
 
 	subs, inbound, outbound, queued, orphans, dropped int
 }
@@ -127,6 +128,7 @@ func readState(tx *bolt.Tx, now int64, log *slog.Logger) (*recovery, error) {
 		{bucketQueue, r.readQueued},
 		{bucketMsgs, r.readMessage},
 		{bucketRetained, r.readRetained},
+		{bucketDedup, r.readDedup},
 	}
 	for _, s := range steps {
 		b := tx.Bucket(s.name)
@@ -421,7 +423,8 @@ func (r *recovery) result() (*Recovered, uint64) {
 		r.lastSeq++
 		m.Seq = r.lastSeq
 	}
-	rec := &Recovered{Retained: r.retained, Messages: r.msgs, Expired: len(r.expired), ExpiredWills: r.wills}
+	rec := &Recovered{Retained: r.retained, Messages: r.msgs, Expired: len(r.expired), ExpiredWills: r.wills,
+		Dedup: r.dedup}
 	for _, s := range r.sessions {
 		rec.Sessions = append(rec.Sessions, *s)
 	}
@@ -430,6 +433,6 @@ func (r *recovery) result() (*Recovered, uint64) {
 		slog.Int("inbound", r.inbound), slog.Int("outbound", r.outbound), slog.Int("queued", r.queued),
 		slog.Int("messages", len(r.msgs)), slog.Int("retained", len(r.retained)),
 		slog.Int("expired", len(r.expired)), slog.Int("orphans_removed", r.orphans),
-		slog.Int("broken_removed", r.dropped))
+		slog.Int("broken_removed", r.dropped), slog.Int("dedup_ids", len(r.dedup)))
 	return rec, r.lastSeq
 }

@@ -129,6 +129,7 @@ func (c *conn) connectRequest(pk *packets.Packet) (session.ConnectRequest, packe
 	}
 	if c.version == 5 {
 		req.ExpiryInterval = pk.Properties.SessionExpiryInterval
+		req.NoProblemInfo = pk.Properties.RequestProblemInfoFlag && pk.Properties.RequestProblemInfo == 0
 	} else if !cp.Clean {
 		req.ExpiryInterval = session.NeverExpire // 3.1.1 persistent session: no expiry on the wire
 	}

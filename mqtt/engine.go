@@ -34,7 +34,8 @@ func (s *Server) openEngine() (*engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	sopts := session.Options{MaxQueued: s.opts.MaxQueued, Logger: s.log, OnDrop: s.opts.Events.Drop, Metrics: &s.metrics}
+	sopts := session.Options{MaxQueued: s.opts.MaxQueued, Logger: s.log, OnDrop: s.opts.Events.Drop, Metrics: &s.metrics,
+		Dedup: s.dedup}
 	if s.opts.Authorizer != nil {
 		sopts.MayRead = s.opts.Authorizer.CanRead
 	}

@@ -1,8 +1,11 @@
 package mqtt
 
 import (
+	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/oncemq/oncemq/session"
 )
 
 // DataFile is the name of the state file inside Options.DataDir.
@@ -29,6 +32,25 @@ type Options struct {
 	// ConnectTimeout is the time allowed between accept and a completed CONNECT, authentication
 	// included; default 10s.
 	ConnectTimeout time.Duration
+	// DedupProperty is the 5.0 user property in which a publisher gives a QoS 1 or 2 message its
+	// own id (the dedup id), once, before its first send; default "dedup-id". A copy with the same
+	// id inside the window (a resend under a new packet id after the publisher lost its state) is
+	// answered as the first one was and not routed. See the README, "Exactly-once past the session".
+	DedupProperty string
+	// DedupJSONField, if set, takes the dedup id from this top-level field of a JSON object
+	// payload (a string or a number) when the PUBLISH has no id property: for 3.1.1 publishers,
+	// which cannot send properties. A payload that is not JSON or lacks the field is not
+	// deduplicated.
+	DedupJSONField string
+	// DedupScope is "client" (default: ids are unique per publishing client id) or "topic" (per
+	// topic: several gateways forwarding the same reading).
+	DedupScope string
+	// DedupWindow is how long a dedup id is remembered; default 5m. Negative turns dedup off.
+	DedupWindow time.Duration
+	// DedupMax bounds the ids remembered, the oldest leaving first; default 1,000,000. Negative
+	// turns dedup off.
+	DedupMax int
+
 	// Logger receives the broker's log; default slog.Default().
 	Logger *slog.Logger
 
@@ -59,4 +81,27 @@ func (o *Options) setDefaults() {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.DedupProperty == "" {
+		o.DedupProperty = "dedup-id"
+	}
+	if o.DedupWindow == 0 {
+		o.DedupWindow = 5 * time.Minute
+	}
+	if o.DedupMax == 0 {
+		o.DedupMax = 1_000_000
+	}
+}
+
+// dedup is the session layer's configuration of Dedup*.
+func (o *Options) dedup() (session.DedupOptions, error) {
+	d := session.DedupOptions{Property: o.DedupProperty, JSONField: o.DedupJSONField,
+		Window: max(o.DedupWindow, 0), Max: max(o.DedupMax, 0)}
+	switch o.DedupScope {
+	case "", "client":
+	case "topic":
+		d.TopicScope = true
+	default:
+		return d, fmt.Errorf("mqtt: Options.DedupScope %q: want client or topic", o.DedupScope)
+	}
+	return d, nil
 }

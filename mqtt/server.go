@@ -36,12 +36,13 @@ type Server struct {
 	mu           sync.Mutex // guards the following up to connWG
 	listeners    map[net.Listener]struct{}
 	conns        map[*conn]struct{}
-	eng          *engine        // the store and sessions that serve; nil while healing or after fatal
-	healing      error          // the failure being healed; nil when eng serves
-	fatal        error          // ErrStoreFailed wrapping the failure that ended the service
-	retired      inflight.Stats // the counters of the journals closed by heals
-	connWG       sync.WaitGroup // one per connection goroutine
-	background   sync.WaitGroup // the drop report
+	eng          *engine              // the store and sessions that serve; nil while healing or after fatal
+	healing      error                // the failure being healed; nil when eng serves
+	dedup        session.DedupOptions // from Options, for every engine
+	fatal        error                // ErrStoreFailed wrapping the failure that ended the service
+	retired      inflight.Stats       // the counters of the journals closed by heals
+	connWG       sync.WaitGroup       // one per connection goroutine
+	background   sync.WaitGroup       // the drop report
 	stopReport   chan struct{}
 
 	stopOnce sync.Once
@@ -54,8 +55,13 @@ type Server struct {
 // serves nothing until Serve or ListenAndServe is called.
 func New(opts Options) (*Server, error) {
 	opts.setDefaults()
+	dedup, err := opts.dedup()
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
 		opts:       opts,
+		dedup:      dedup,
 		log:        opts.Logger,
 		failed:     make(chan error, 1),
 		listeners:  make(map[net.Listener]struct{}),

@@ -21,6 +21,12 @@ type Stats struct {
 	NotOwner         uint64 // CONNECTs refused: the client id's session belongs to another user
 	SessionsExpired  uint64
 
+	// Duplicate PUBLISHes answered and not routed, by what recognised them: a QoS 2 packet id
+	// still awaiting PUBREL, or a dedup id in the window (Options.DedupProperty).
+	DuplicatesByPacketID uint64
+	DuplicatesByDedupID  uint64
+	DedupIDs             int // dedup ids in the window
+
 	Commits        uint64 // store transactions committed, each one sync with NoSync unset
 	Batches        uint64 // batches of changes submitted (each one a PUBLISH, an ack, a CONNECT...)
 	Records        uint64 // records written
@@ -44,25 +50,28 @@ func (s *Server) Stats() Stats {
 		js.Commits, js.Batches, js.Ops = js.Commits+cur.Commits, js.Batches+cur.Batches, js.Ops+cur.Ops
 	}
 	return Stats{
-		Connections:      conns,
-		Sessions:         bs.Sessions,
-		SessionsOnline:   bs.SessionsOnline,
-		InboundInFlight:  bs.InboundAwaitingPubrel,
-		OutboundInFlight: bs.OutboundInFlight,
-		Queued:           bs.Queued,
-		Retained:         bs.Retained,
-		DroppedQueueFull: s.metrics.QueueOverflow.Load(),
-		DroppedExpired:   s.metrics.Expired.Load(),
-		DroppedTooLarge:  s.metrics.TooLarge.Load(),
-		NotAuthorized:    s.metrics.NotAuthorized.Load(),
-		PublishRefused:   s.metrics.PublishRefused.Load(),
-		NotOwner:         s.metrics.NotOwner.Load(),
-		SessionsExpired:  s.metrics.SessionsExpired.Load(),
-		Commits:          js.Commits,
-		Batches:          js.Batches,
-		Records:          js.Ops,
-		CommitFailures:   s.metrics.CommitFailures.Load(),
-		StoreFailures:    s.storeFailures.Load(),
-		StoreHeals:       s.heals.Load(),
+		Connections:          conns,
+		Sessions:             bs.Sessions,
+		SessionsOnline:       bs.SessionsOnline,
+		InboundInFlight:      bs.InboundAwaitingPubrel,
+		OutboundInFlight:     bs.OutboundInFlight,
+		Queued:               bs.Queued,
+		Retained:             bs.Retained,
+		DroppedQueueFull:     s.metrics.QueueOverflow.Load(),
+		DroppedExpired:       s.metrics.Expired.Load(),
+		DroppedTooLarge:      s.metrics.TooLarge.Load(),
+		NotAuthorized:        s.metrics.NotAuthorized.Load(),
+		PublishRefused:       s.metrics.PublishRefused.Load(),
+		NotOwner:             s.metrics.NotOwner.Load(),
+		SessionsExpired:      s.metrics.SessionsExpired.Load(),
+		Commits:              js.Commits,
+		Batches:              js.Batches,
+		Records:              js.Ops,
+		CommitFailures:       s.metrics.CommitFailures.Load(),
+		StoreFailures:        s.storeFailures.Load(),
+		StoreHeals:           s.heals.Load(),
+		DuplicatesByPacketID: s.metrics.DuplicatesByPacketID.Load(),
+		DuplicatesByDedupID:  s.metrics.DuplicatesByDedupID.Load(),
+		DedupIDs:             bs.DedupIDs,
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"net"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -29,7 +30,19 @@ func BenchmarkQoS2(b *testing.B) {
 	}
 }
 
+// BenchmarkQoS2Dedup is BenchmarkQoS2 (sync=none, 10 publishers) with every PUBLISH carrying a
+// new dedup id (dedup=on), beside the same run without one (dedup=off), in one run.
+func BenchmarkQoS2Dedup(b *testing.B) {
+	b.Run("dedup=off", func(b *testing.B) { benchQoS2With(b, true, 10, 16, false) })
+	b.Run("dedup=on", func(b *testing.B) { benchQoS2With(b, true, 10, 16, true) })
+}
+
 func benchQoS2(b *testing.B, noSync bool, pubs, window int) {
+	benchQoS2With(b, noSync, pubs, window, false)
+}
+
+// benchQoS2With runs the flows; with dedup, every PUBLISH carries a dedup id of its own.
+func benchQoS2With(b *testing.B, noSync bool, pubs, window int, dedup bool) {
 	broker := mqtttest.StartBroker(b, mqtttest.WithOptions(func(c *mqtt.Options) { c.NoSync = noSync; c.MaxQueued = 1 << 20 }))
 	sub := dialRaw(b, broker.Addr(), mqtttest.ConnectPacket(5, "bench-sub", true, 3600, mqtttest.ReceiveMaximum(1024)))
 	sub.queue(mqtttest.SubscribePacket(1, "bench/#", 2))
@@ -53,7 +66,7 @@ func benchQoS2(b *testing.B, noSync bool, pubs, window int) {
 	go func() { defer wg.Done(); errs <- subscribe(sub, total) }()
 	for i, c := range clients {
 		wg.Add(1)
-		go func() { defer wg.Done(); errs <- publish(c, fmt.Sprintf("bench/p%d", i), perPub, window) }()
+		go func() { defer wg.Done(); errs <- publish(c, fmt.Sprintf("bench/p%d", i), perPub, window, dedup) }()
 	}
 	wg.Wait()
 	b.StopTimer()
@@ -128,15 +141,19 @@ func ack(typ byte, id uint16) packets.Packet {
 }
 
 // publish sends n QoS 2 messages with up to window in flight and completes every flow.
-func publish(c *rawConn, topic string, n, window int) error {
+func publish(c *rawConn, topic string, n, window int, dedup bool) error {
 	payload := make([]byte, 16)
 	sent, done, inflight := 0, 0, 0
 	for done < n {
 		for inflight < window && sent < n {
 			sent++
 			inflight++
-			c.queue(packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: 2},
-				TopicName: topic, PacketID: uint16(sent%60000 + 1), Payload: payload})
+			pk := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: 2},
+				TopicName: topic, PacketID: uint16(sent%60000 + 1), Payload: payload}
+			if dedup {
+				pk.Properties.User = []packets.UserProperty{{Key: "dedup-id", Val: strconv.Itoa(sent)}}
+			}
+			c.queue(pk)
 		}
 		if err := c.flush(); err != nil {
 			return err

@@ -34,6 +34,8 @@ type Options struct {
 	// its Broker (package mqtt does when it reopens a store that failed) passes the same Metrics
 	// to each, so that the counts run on.
 	Metrics *Metrics
+	// Dedup configures duplicate detection by the publisher's dedup id; the zero value is off.
+	Dedup DedupOptions
 }
 
 // Journal is what the session layer needs of the durable journal. *inflight.Journal implements it;
@@ -66,6 +68,7 @@ type Broker struct {
 	sessions map[string]*Session
 	subs     *topic.Index[inflight.SubscriptionRecord]
 	retained map[string]*inflight.Message
+	dedup    dedupState
 	closed   bool
 }
 
@@ -92,6 +95,7 @@ func New(j Journal, rec *inflight.Recovered, opts Options) *Broker {
 		sessions: make(map[string]*Session),
 		subs:     topic.NewIndex[inflight.SubscriptionRecord](),
 		retained: make(map[string]*inflight.Message),
+		dedup:    dedupState{window: newDedupWindow()},
 	}
 	if rec != nil {
 		b.restore(rec)

@@ -17,6 +17,7 @@ type ConnectRequest struct {
 	Will            *inflight.Will
 	ReceiveMax      uint16 // the client's; 0 means 65535
 	MaxPacketSize   uint32 // the client's; 0 means no limit
+	NoProblemInfo   bool   // 5.0 Request Problem Information 0 [MQTT-3.1.2-29]
 }
 
 // ErrNotOwner is given to Connect's done when the client id's session belongs to another identity:
@@ -64,6 +65,7 @@ func (b *Broker) Connect(req ConnectRequest, c Conn, done func(present bool, err
 	s.protocolVersion = req.ProtocolVersion
 	s.expiryInterval = req.ExpiryInterval
 	s.will = req.Will
+	s.noProblemInfo = req.NoProblemInfo
 	s.conn = c
 	s.disconnectedAt = 0
 	switch {

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/oncemq/oncemq/inflight"
 	"github.com/oncemq/oncemq/session/reason"
@@ -106,6 +107,46 @@ var durabilityRules = []durabilityRule{
 		},
 		batches: [][]string{{"put message 1 t", "put queued off order=1 qos=1 msg=1"}},
 		after:   []string{"commit #1", "pub <- PUBACK id=3 Success"},
+	},
+	{
+		// The dedup id is committed in the batch of the fan-out: after a crash, both or neither.
+		name: "QoS1PublishWithDedupID_PubackAfterIDAndFanOutCommittedInOneBatch",
+		arrange: func(h *harness) func() {
+			off, offC := h.connect("off", 3600, 0)
+			h.subscribe(off, offC, "t", 1)
+			h.b.Disconnected(off, offC, false, nil)
+			pub, pubC := h.connect("pub", 0, 0)
+			return func() { h.publishDedup(pub, pubC, "t", "m", 1, 3, "r1") }
+		},
+		batches: [][]string{{"put dedup c/pub/r1 reason=0x00", "put message 1 t", "put queued off order=1 qos=1 msg=1"}},
+		after:   []string{"commit #1", "pub <- PUBACK id=3 Success"},
+	},
+	{
+		// A copy under a new packet id (a publisher that lost its state) is answered with the
+		// first copy's code after the first copy's commit, says it is a duplicate, routes nothing,
+		// and its id awaits PUBREL like any other.
+		name: "QoS2DuplicateByDedupIDNewPacketID_PubrecFirstCodeAfterFirstCommitInboundIDNoRouting",
+		arrange: func(h *harness) func() {
+			sub, subC := h.connect("sub", 3600, 0)
+			h.subscribe(sub, subC, "t", 2)
+			pub, pubC := h.connect("pub", 3600, 0)
+			return func() {
+				h.publishDedup(pub, pubC, "t", "m", 2, 7, "r1")
+				h.publishDedup(pub, pubC, "t", "m", 2, 8, "r1")
+			}
+		},
+		batches: [][]string{
+			{"put dedup c/pub/r1 reason=0x00", "put inbound pub 7 reason=0x00", "put message 1 t",
+				"put outbound sub 1 publish-sent qos=2 order=1 msg=1"},
+			{"put inbound pub 8 reason=0x00"},
+		},
+		after: []string{
+			"commit #1",
+			"pub <- PUBREC id=7 Success",
+			"sub <- PUBLISH id=1 qos=2 dup=false retain=false t m",
+			"commit #2",
+			"pub <- PUBREC id=8 Success dedup=duplicate",
+		},
 	},
 	{
 		name: "DeliveryQoS1_PublishAfterOutboundIDAndMessageAreRecorded",
@@ -227,7 +268,7 @@ var durabilityRules = []durabilityRule{
 func TestDurabilityRules(t *testing.T) {
 	for _, rule := range durabilityRules {
 		t.Run(rule.name, func(t *testing.T) {
-			h := newHarness(t, Options{})
+			h := newHarness(t, Options{Dedup: testDedup})
 			event := rule.arrange(h)
 			h.settle()
 
@@ -251,6 +292,9 @@ func TestDurabilityRules(t *testing.T) {
 		})
 	}
 }
+
+// testDedup turns dedup on in the session tests, with the property dedup-id.
+var testDedup = DedupOptions{Property: "dedup-id", Window: time.Minute, Max: 1000}
 
 // retained is a message published with the retain flag.
 func retained(topic, payload string, qos byte) *inflight.Message {

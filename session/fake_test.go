@@ -152,7 +152,11 @@ func describe(pk packets.Packet) string {
 		return fmt.Sprintf("PUBLISH id=%d qos=%d dup=%t retain=%t %s %s", pk.PacketID, pk.FixedHeader.Qos,
 			pk.FixedHeader.Dup, pk.FixedHeader.Retain, pk.TopicName, pk.Payload)
 	case packets.Puback, packets.Pubrec, packets.Pubrel, packets.Pubcomp:
-		return fmt.Sprintf("%s id=%d %s", name, pk.PacketID, reason.Code(pk.ReasonCode))
+		s := fmt.Sprintf("%s id=%d %s", name, pk.PacketID, reason.Code(pk.ReasonCode))
+		for _, u := range pk.Properties.User {
+			s += fmt.Sprintf(" %s=%s", u.Key, u.Val)
+		}
+		return s
 	case packets.Suback, packets.Unsuback:
 		return fmt.Sprintf("%s id=%d %v", name, pk.PacketID, pk.ReasonCodes)
 	}
@@ -215,6 +219,17 @@ func (h *harness) subscribe(s *Session, c Conn, filter string, qos byte) {
 func (h *harness) publish(s *Session, c Conn, topic, payload string, qos byte, id uint16) {
 	h.t.Helper()
 	m := &inflight.Message{Topic: topic, Payload: []byte(payload), QoS: qos}
+	if err := h.b.Publish(s, c, m, id, 100); err != nil {
+		h.t.Fatalf("publish: %v", err)
+	}
+}
+
+// publishDedup hands the broker a PUBLISH from s's client with the user property dedup-id=dedupID;
+// it does not commit.
+func (h *harness) publishDedup(s *Session, c Conn, topic, payload string, qos byte, id uint16, dedupID string) {
+	h.t.Helper()
+	m := &inflight.Message{Topic: topic, Payload: []byte(payload), QoS: qos,
+		Properties: packets.Properties{User: []packets.UserProperty{{Key: "dedup-id", Val: dedupID}}}}
 	if err := h.b.Publish(s, c, m, id, 100); err != nil {
 		h.t.Fatalf("publish: %v", err)
 	}

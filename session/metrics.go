@@ -12,6 +12,10 @@ type Metrics struct {
 	PublishRefused  atomic.Uint64 // 3.1.1 PUBLISHes refused as not authorized: acknowledged, not routed
 	SessionsExpired atomic.Uint64 // sessions removed by Session Expiry
 	CommitFailures  atomic.Uint64 // batches whose commit failed
+
+	// Duplicate PUBLISHes answered and not routed, by what recognised them.
+	DuplicatesByPacketID atomic.Uint64 // a QoS 2 packet id already awaiting PUBREL [MQTT-4.3.3-10]
+	DuplicatesByDedupID  atomic.Uint64 // a dedup id in the window (DedupOptions)
 }
 
 // DropReason says why a message was not delivered to a session it was meant for.

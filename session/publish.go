@@ -35,6 +35,7 @@ func (b *Broker) Publish(s *Session, c Conn, m *inflight.Message, id uint16, inb
 	}
 	if m.QoS == 2 {
 		if code, ok := s.inbound.Lookup(id); ok {
+			b.Metrics.DuplicatesByPacketID.Add(1)
 			b.repeatPubrec(c, id, reason.Code(code))
 			return nil
 		}
@@ -47,13 +48,20 @@ func (b *Broker) Publish(s *Session, c Conn, m *inflight.Message, id uint16, inb
 		b.refuse(s, c, m.QoS, id, reason.UnspecifiedError)
 		return nil
 	}
-	b.accept(s, c, m, id)
+	// Exactly-once past the session: a copy of a message accepted under the same dedup id
+	// (session/dedup.go).
+	dedupKey := b.dedupKey(s, m)
+	if b.dedupRepeat(s, c, m, id, dedupKey) {
+		return nil
+	}
+	b.accept(s, c, m, id, dedupKey)
 	return nil
 }
 
 // accept routes m, updates the retained message and, for QoS 2, records id as awaiting PUBREL, all
-// in one batch; PUBACK or PUBREC and the deliveries go out once it is committed. Caller holds b.mu.
-func (b *Broker) accept(s *Session, c Conn, m *inflight.Message, id uint16) {
+// in one batch with m's dedup id (dedupKey, "" for none); PUBACK or PUBREC and the deliveries go
+// out once it is committed. Caller holds b.mu.
+func (b *Broker) accept(s *Session, c Conn, m *inflight.Message, id uint16, dedupKey string) {
 	m.Seq = b.journal.NextSeq()
 	batch := &inflight.Batch{}
 	var out outbox
@@ -73,6 +81,9 @@ func (b *Broker) accept(s *Session, c Conn, m *inflight.Message, id uint16) {
 			batch.PutInbound(s.ClientID, id, byte(code))
 		}
 		reply = ack(packets.Pubrec, id, code)
+	}
+	if m.QoS > 0 {
+		b.dedupRemember(batch, dedupKey, code)
 	}
 	if m.QoS == 0 && batch.Len() == 0 {
 		// Nothing to commit (no retained change): a QoS 0 message promises nothing, so it goes

@@ -17,6 +17,7 @@ func (b *Broker) restore(rec *inflight.Recovered) {
 		m.Seq = b.journal.NextSeq()
 		b.retained[m.Topic] = m
 	}
+	b.restoreDedup(rec.Dedup)
 	for _, rs := range rec.Sessions {
 		r := rs.Record
 		s := &Session{

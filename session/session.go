@@ -42,6 +42,7 @@ type Session struct {
 	// Per connection, not session state [MQTT-4.9.0-1].
 	receiveMax    int             // client's Receive Maximum
 	maxPacketSize uint32          // client's Maximum Packet Size, 0 unlimited
+	noProblemInfo bool            // Request Problem Information 0: no user property on acks [MQTT-3.1.2-29]
 	sent          int             // QoS 1/2 PUBLISHes (and PUBRELs) outstanding on this connection
 	unsent        map[uint16]bool // outbound entries not yet resent on this connection
 }

@@ -9,6 +9,7 @@ type Stats struct {
 	Queued                int // messages waiting in session queues
 	Subscriptions         int // subscriptions, one per session and filter
 	Retained              int // retained messages
+	DedupIDs              int // dedup ids in the window
 
 	// The counters of Metrics.
 	QueueOverflow   uint64
@@ -19,6 +20,9 @@ type Stats struct {
 	CommitFailures  uint64
 	NotOwner        uint64
 	PublishRefused  uint64
+
+	DuplicatesByPacketID uint64
+	DuplicatesByDedupID  uint64
 }
 
 // Stats counts, under the lock, what the broker holds. It visits every session: call it for a
@@ -38,6 +42,10 @@ func (b *Broker) Stats() Stats {
 		CommitFailures:  b.Metrics.CommitFailures.Load(),
 		NotOwner:        b.Metrics.NotOwner.Load(),
 		PublishRefused:  b.Metrics.PublishRefused.Load(),
+
+		DedupIDs:             b.dedup.window.Len(),
+		DuplicatesByPacketID: b.Metrics.DuplicatesByPacketID.Load(),
+		DuplicatesByDedupID:  b.Metrics.DuplicatesByDedupID.Load(),
 	}
 	for _, s := range b.sessions {
 		if s.connected() {

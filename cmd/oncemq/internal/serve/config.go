@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // config is the validated configuration of `oncemq serve`.
@@ -34,6 +35,14 @@ type config struct {
 	ACLFile               string // mosquitto-format ACL file; "" none
 	AllowAnonymous        bool   // accept clients without credentials even with authentication on
 	TLSIdentityAsUsername bool   // a verified client certificate's Common Name is the username
+
+	// Duplicate detection by the publisher's dedup id (mqtt.Options.Dedup*). A window or a
+	// maximum of 0 turns it off.
+	DedupProperty  string
+	DedupScope     string // client or topic
+	DedupJSONField string // "" for none
+	DedupWindow    time.Duration
+	DedupMax       int
 
 	// origin says where each setting given came from, by flag name ("--tls-cert",
 	// "ONCEMQ_TLS_CERT", "oncemq.yaml:4"), for the errors of checks that span settings.
@@ -82,6 +91,12 @@ var options = []option{
 		"block apply to them); needed to listen off loopback without authentication", setAllowAnonymous},
 	{"tls-identity-as-username", "ONCEMQ_TLS_IDENTITY_AS_USERNAME", "", "false",
 		"with mutual TLS, the client certificate's Common Name is the username", setTLSIdentityAsUsername},
+	{"dedup-property", "ONCEMQ_DEDUP_PROPERTY", "NAME", "dedup-id", "5.0 user property holding the publisher's own message id (the dedup id)", setDedupProperty},
+	{"dedup-scope", "ONCEMQ_DEDUP_SCOPE", "SCOPE", "client", "client: a dedup id is unique per publishing client id; topic: per topic", setDedupScope},
+	{"dedup-json-field", "ONCEMQ_DEDUP_JSON_FIELD", "NAME", "", "top-level field of a JSON payload holding the dedup id, for 3.1.1 publishers\n" +
+		"(empty: none)", setDedupJSONField},
+	{"dedup-window", "ONCEMQ_DEDUP_WINDOW", "DURATION", "5m", "how long a dedup id is remembered; 0 turns dedup off", setDedupWindow},
+	{"dedup-max", "ONCEMQ_DEDUP_MAX", "N", "1000000", "most dedup ids remembered, the oldest forgotten first; 0 turns dedup off", setDedupMax},
 }
 
 // allListeners is the address of every listener, of every kind.
@@ -350,5 +365,45 @@ func setTLSIdentityAsUsername(c *config, v string) error {
 		return errors.New("want true or false")
 	}
 	c.TLSIdentityAsUsername = b
+	return nil
+}
+
+func setDedupProperty(c *config, v string) error {
+	if v == "" {
+		return errors.New("must not be empty")
+	}
+	c.DedupProperty = v
+	return nil
+}
+
+func setDedupScope(c *config, v string) error {
+	switch v {
+	case "client", "topic":
+		c.DedupScope = v
+		return nil
+	}
+	return errors.New("want client or topic")
+}
+
+func setDedupJSONField(c *config, v string) error {
+	c.DedupJSONField = v
+	return nil
+}
+
+func setDedupWindow(c *config, v string) error {
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return errors.New("want a duration like 5m or 90s, or 0 to turn dedup off")
+	}
+	c.DedupWindow = d
+	return nil
+}
+
+func setDedupMax(c *config, v string) error {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return errors.New("want a whole number, or 0 to turn dedup off")
+	}
+	c.DedupMax = n
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/oncemq/oncemq/mqtt/mqtttest"
 )
@@ -17,7 +18,13 @@ func envOf(m map[string]string) func(string) string {
 }
 
 func defaults() config {
-	return config{Listen: []string{"127.0.0.1:1883"}, DataDir: "./data", Sync: "always", LogLevel: slog.LevelInfo, MaxQueued: 10000}
+	return withDedupDefaults(config{Listen: []string{"127.0.0.1:1883"}, DataDir: "./data", Sync: "always", LogLevel: slog.LevelInfo, MaxQueued: 10000})
+}
+
+// withDedupDefaults is c with the dedup settings at their defaults.
+func withDedupDefaults(c config) config {
+	c.DedupProperty, c.DedupScope, c.DedupWindow, c.DedupMax = "dedup-id", "client", 5*time.Minute, 1_000_000
+	return c
 }
 
 func TestParseServeConfig(t *testing.T) {
@@ -47,7 +54,7 @@ func TestParseServeConfig(t *testing.T) {
 		{"flag max queued", []string{"--max-queued=1"}, nil, with(func(c *config) { c.MaxQueued = 1 })},
 		{"flag given twice, last wins", []string{"--sync", "none", "--sync", "always"}, nil, defaults()},
 		{"all flags", []string{"--listen", "0.0.0.0:1884", "--data", "d", "--sync", "none", "--log-level", "warn", "--max-queued", "7"}, nil,
-			config{Listen: []string{"0.0.0.0:1884"}, DataDir: "d", Sync: "none", LogLevel: slog.LevelWarn, MaxQueued: 7}},
+			withDedupDefaults(config{Listen: []string{"0.0.0.0:1884"}, DataDir: "d", Sync: "none", LogLevel: slog.LevelWarn, MaxQueued: 7})},
 
 		{"listen repeated", []string{"--listen", ":1", "--listen", ":2"}, nil, with(func(c *config) { c.Listen = []string{":1", ":2"} })},
 		{"env listen comma-separated", nil, map[string]string{"ONCEMQ_LISTEN": ":1, :2,"}, with(func(c *config) { c.Listen = []string{":1", ":2"} })},
@@ -56,11 +63,16 @@ func TestParseServeConfig(t *testing.T) {
 			with(func(c *config) { c.Listen = nil; c.WSListen = []string{":8080"} })},
 		{"every kind of listener", []string{"--ws-listen", ":3", "--listen", ":1"}, map[string]string{"ONCEMQ_WS_LISTEN": ":9"},
 			with(func(c *config) { c.Listen = []string{":1"}; c.WSListen = []string{":3"} })},
+		{"dedup flags", []string{"--dedup-property", "msg-id", "--dedup-scope", "topic", "--dedup-json-field", "id",
+			"--dedup-window", "90s", "--dedup-max", "0"}, nil, with(func(c *config) {
+			c.DedupProperty, c.DedupScope, c.DedupJSONField, c.DedupWindow, c.DedupMax = "msg-id", "topic", "id", 90*time.Second, 0
+		})},
+		{"env dedup window", nil, map[string]string{"ONCEMQ_DEDUP_WINDOW": "0"}, with(func(c *config) { c.DedupWindow = 0 })},
 
 		{"flags beat env",
 			[]string{"--listen", ":2", "--data", "f", "--sync", "always", "--log-level", "info", "--max-queued", "3"},
 			map[string]string{"ONCEMQ_LISTEN": ":1", "ONCEMQ_DATA": "e", "ONCEMQ_SYNC": "none", "ONCEMQ_LOG_LEVEL": "debug", "ONCEMQ_MAX_QUEUED": "9"},
-			config{Listen: []string{":2"}, DataDir: "f", Sync: "always", LogLevel: slog.LevelInfo, MaxQueued: 3}},
+			withDedupDefaults(config{Listen: []string{":2"}, DataDir: "f", Sync: "always", LogLevel: slog.LevelInfo, MaxQueued: 3})},
 		{"flag beats env, others from env",
 			[]string{"--sync", "always"},
 			map[string]string{"ONCEMQ_SYNC": "none", "ONCEMQ_DATA": "e"},

@@ -111,7 +111,7 @@ func startedAttrs(version string, cfg config, lns []listener) []any {
 		}
 	}
 	return append(attrs, "listeners", strings.Join(urls, " "), "data", cfg.DataDir, "sync", cfg.Sync,
-		"max_queued", cfg.MaxQueued)
+		"max_queued", cfg.MaxQueued, "dedup_window", cfg.DedupWindow, "dedup_max", cfg.DedupMax)
 }
 
 // newServer loads the certificates, the users and the access rules, opens the store and binds the
@@ -137,6 +137,12 @@ func newServer(cfg config, log *slog.Logger) (*mqtt.Server, []listener, []reload
 		Logger:        log,
 		Authenticator: sec.authenticator,
 		Authorizer:    sec.authorizer,
+
+		DedupProperty:  cfg.DedupProperty,
+		DedupScope:     cfg.DedupScope,
+		DedupJSONField: cfg.DedupJSONField,
+		DedupWindow:    offIfZero(cfg.DedupWindow),
+		DedupMax:       offIfZero(cfg.DedupMax),
 	})
 	if err != nil {
 		return nil, nil, nil, err
@@ -147,6 +153,14 @@ func newServer(cfg config, log *slog.Logger) (*mqtt.Server, []listener, []reload
 		return nil, nil, nil, err
 	}
 	return srv, lns, reloaders, nil
+}
+
+// offIfZero maps serve's 0 ("off") to mqtt.Options' negative ("off"; there 0 means the default).
+func offIfZero[T int | time.Duration](v T) T {
+	if v == 0 {
+		return -1
+	}
+	return v
 }
 
 // serveUntilSignal serves every listener until a signal comes, or a Serve fails, then shuts the

@@ -74,14 +74,18 @@ func ephemeralPortsStart() int {
 	return low
 }
 
-func newBrokerChild(bin, addr, dataDir, sync, logLevel string, maxQueued int, logPath string) (*brokerChild, error) {
+func newBrokerChild(bin, addr, dataDir, sync, logLevel string, maxQueued int, dedupOff bool, logPath string) (*brokerChild, error) {
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
+	args := []string{"serve", "--listen", addr, "--data", dataDir, "--sync", sync, "--log-level", logLevel, "--max-queued", fmt.Sprint(maxQueued)}
+	if dedupOff {
+		args = append(args, "--dedup-max", "0")
+	}
 	return &brokerChild{
 		bin:     bin,
-		args:    []string{"serve", "--listen", addr, "--data", dataDir, "--sync", sync, "--log-level", logLevel, "--max-queued", fmt.Sprint(maxQueued)},
+		args:    args,
 		addr:    addr,
 		logPath: logPath,
 		log:     f,

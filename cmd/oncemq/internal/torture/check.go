@@ -77,6 +77,7 @@ type tally struct {
 	delivered  int // deliveries counted: first times and duplicates
 	distinct   int // messages counted at least once
 	duplicated int // deliveries beyond a message's first
+	redelivery int // QoS 1 deliveries again with DUP=1 and the first's packet id: QoS 1's own resend
 	corrupt    int // deliveries whose payload or topic is not a message of this run
 	dupSamples []string
 }
@@ -111,6 +112,20 @@ func (t *tally) add(k msgKey, d delivery) bool {
 		t.dupSamples = append(t.dupSamples, s)
 	}
 	return false
+}
+
+// addQoS1 counts a QoS 1 delivery of k. A delivery again with DUP=1 and the packet id of the
+// first is the broker resending an outbound QoS 1 message it had no PUBACK for (after a restart):
+// QoS 1's own at-least-once, counted apart and not as a duplicate. It reports whether this is the
+// message's first delivery.
+func (t *tally) addQoS1(k msgKey, d delivery) bool {
+	if t.has(k) {
+		if first := t.first[k.pub][k.seq]; d.dup && d.id == first.id {
+			t.redelivery++
+			return false
+		}
+	}
+	return t.add(k, d)
 }
 
 // addCorrupt counts a delivery that is not a message of this run.
@@ -193,26 +208,29 @@ func (e *expectation) has(k msgKey) bool {
 
 // SubscriberResult is one subscriber's line of the report.
 type SubscriberResult struct {
-	Name           string   `json:"name"`
-	ClientID       string   `json:"client_id"`
-	Takeover       bool     `json:"takeover"`
-	Expected       int      `json:"expected"`
-	Delivered      int      `json:"delivered"`
-	Distinct       int      `json:"distinct"`
-	Lost           int      `json:"lost"`
-	Duplicated     int      `json:"duplicated"`
-	Unexpected     int      `json:"unexpected"`
-	Corrupt        int      `json:"corrupt"`
-	SessionsLost   int      `json:"sessions_lost"`
-	ProtocolErrors int      `json:"protocol_errors"`
-	Connections    int      `json:"connections"`
-	Takeovers      int      `json:"takeovers"`
-	TakenOverNoted int      `json:"taken_over_disconnects"`
-	Redeliveries   int      `json:"redeliveries"`    // PUBLISH resends of an id awaiting PUBREL: answered, not counted
-	AwaitingPubrel int      `json:"awaiting_pubrel"` // at the end: PUBREC sent, PUBREL never came
-	LostSample     []string `json:"lost_sample,omitempty"`
-	DupSample      []string `json:"duplicated_sample,omitempty"`
-	ErrorSample    []string `json:"protocol_error_sample,omitempty"`
+	Name           string `json:"name"`
+	ClientID       string `json:"client_id"`
+	Takeover       bool   `json:"takeover"`
+	Expected       int    `json:"expected"`
+	Delivered      int    `json:"delivered"`
+	Distinct       int    `json:"distinct"`
+	Lost           int    `json:"lost"`
+	Duplicated     int    `json:"duplicated"`
+	Unexpected     int    `json:"unexpected"`
+	Corrupt        int    `json:"corrupt"`
+	SessionsLost   int    `json:"sessions_lost"`
+	ProtocolErrors int    `json:"protocol_errors"`
+	Connections    int    `json:"connections"`
+	Takeovers      int    `json:"takeovers"`
+	TakenOverNoted int    `json:"taken_over_disconnects"`
+	Redeliveries   int    `json:"redeliveries"` // PUBLISH resends of an id awaiting PUBREL: answered, not counted
+	// QoS 1 deliveries resent by the broker with DUP=1 and the same packet id: QoS 1's own
+	// at-least-once, not counted as duplicates.
+	QoS1Redeliveries int      `json:"qos1_redeliveries"`
+	AwaitingPubrel   int      `json:"awaiting_pubrel"` // at the end: PUBREC sent, PUBREL never came
+	LostSample       []string `json:"lost_sample,omitempty"`
+	DupSample        []string `json:"duplicated_sample,omitempty"`
+	ErrorSample      []string `json:"protocol_error_sample,omitempty"`
 }
 
 // result turns a tally into a report line.
@@ -227,6 +245,8 @@ func (t *tally) result(expected *expectation) SubscriberResult {
 		Unexpected: t.unexpected(expected),
 		Corrupt:    t.corrupt,
 		DupSample:  slices.Clone(t.dupSamples),
+
+		QoS1Redeliveries: t.redelivery,
 	}
 	for _, k := range sample {
 		r.LostSample = append(r.LostSample, k.String())

@@ -25,7 +25,7 @@ type options struct {
 const tortureUsage = `Usage: oncemq torture [flags]
 
 Start the oncemq binary as a child process on a free loopback port and a fresh data directory, run
-publishers and subscribers at QoS 2 with persistent sessions (each client keeps its own state across
+publishers (QoS 2, or 1 with --qos 1) and subscribers at QoS 2 with persistent sessions (each client keeps its own state across
 reconnects and resends with DUP and the same ids), SIGKILL the broker at random moments while
 messages flow and restart it, drain, then count per subscriber what was expected, delivered, lost
 and duplicated.
@@ -54,6 +54,9 @@ var tortureFlags = []struct{ names, arg, help string }{
 	{"takeover-subscribers", "N", "how many such subscribers with --takeover-every (default 1)"},
 	{"payload", "BYTES", "payload size, at least 8 (default 16)"},
 	{"receive-maximum", "N", "the subscribers' Receive Maximum (default 64)"},
+	{"qos", "N", "the publishers' QoS, 1 or 2 (default 2); subscribers subscribe at QoS 2"},
+	{"publisher-amnesia", "", "publishers lose their state at every kill, as a rebooting device does: they\nreconnect with Clean Start and resend what is not complete under new packet ids\nwith the same dedup id (every PUBLISH carries the user property dedup-id)"},
+	{"dedup-off", "", "pass --dedup-max 0 to the broker: no duplicate detection by dedup id"},
 	{"sync", "MODE", "passed to the broker: always or none (default always)"},
 	{"binary", "PATH", "the oncemq binary to test (default: this one)"},
 	{"broker-log-level", "LEVEL", "the broker's --log-level (default warn)"},
@@ -138,6 +141,16 @@ func defineFlags(fs *flag.FlagSet, o *options) {
 	fs.DurationVar(&o.TakeoverEvery, "takeover-every", 0, "")
 	fs.BoolVar(&o.FinalKill, "final-kill", o.FinalKill, "")
 	fs.BoolVar(&o.Keep, "keep", false, "")
+	fs.BoolVar(&o.PublisherAmnesia, "publisher-amnesia", false, "")
+	fs.BoolVar(&o.DedupOff, "dedup-off", false, "")
+	fs.Func("qos", "", func(v string) error {
+		switch v {
+		case "1", "2":
+			o.QoS = v[0] - '0'
+			return nil
+		}
+		return errors.New("want 1 or 2")
+	})
 	fs.StringVar(&o.Sync, "sync", o.Sync, "")
 	fs.StringVar(&o.Binary, "binary", "", "")
 	fs.StringVar(&o.BrokerLogLevel, "broker-log-level", o.BrokerLogLevel, "")

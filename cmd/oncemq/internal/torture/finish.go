@@ -33,6 +33,7 @@ func (t *torture) finish(rep *Report, subs []*subscriber, pubs []*publisher, exp
 		tot.TakenOverNoted += r.TakenOverNoted
 		tot.Redeliveries += r.Redeliveries
 		tot.AwaitingPubrel += r.AwaitingPubrel
+		tot.QoS1Redeliveries += r.QoS1Redeliveries
 	}
 	rep.Totals = tot
 	t.mu.Lock()

@@ -48,6 +48,9 @@ func printReport(w io.Writer, rep *Report) {
 			fmt.Fprintf(w, "  %s: %s\n", p.Name, e)
 		}
 	}
+	if rep.Totals.QoS1Redeliveries > 0 {
+		fmt.Fprintf(w, "QoS 1 redeliveries by the broker (DUP=1, same packet id; not duplicates): %d\n", rep.Totals.QoS1Redeliveries)
+	}
 	if rep.Totals.Takeovers > 0 {
 		fmt.Fprintf(w, "takeovers: %d (DISCONNECT 0x8E seen on %d old connections)\n", rep.Totals.Takeovers, rep.Totals.TakenOverNoted)
 	}

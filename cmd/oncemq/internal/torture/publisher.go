@@ -13,7 +13,7 @@ import (
 	"github.com/oncemq/oncemq/cmd/oncemq/internal/mqttclient"
 )
 
-// outMsg is a QoS 2 PUBLISH the publisher sent and whose flow is not complete.
+// outMsg is a QoS 1 or 2 PUBLISH the publisher sent and whose flow is not complete.
 type outMsg struct {
 	id       uint16
 	seq      int
@@ -21,8 +21,12 @@ type outMsg struct {
 	order    uint64 // when sent (PUBLISH) or released (PUBREL): the resend order
 }
 
-// publisher sends messages 0..n-1 at QoS 2 on its own topic, at most window in flight.
+// publisher sends messages 0..n-1 at QoS 2 (or 1) on its own topic, at most window in flight. Every
+// PUBLISH carries its dedup id, the user property dedup-id, the same in every copy.
 type publisher struct {
+	qos     byte // 1 or 2
+	amnesia bool // the session state is lost with every connection (see Config.PublisherAmnesia)
+
 	env         *clientEnv
 	index       int
 	topic       string
@@ -39,6 +43,7 @@ type publisher struct {
 	order       uint64
 	refused     map[msgKey]byte
 	acked       []bool // [seq]: a successful PUBREC was received
+	forgotten   []int  // with amnesia: messages not complete when the state was lost, to send anew
 
 	res PublisherResult // read once run has returned
 }
@@ -46,6 +51,7 @@ type publisher struct {
 func newPublisher(env *clientEnv, index, n, window, payloadSize int, seed uint64) *publisher {
 	return &publisher{
 		env:         env,
+		qos:         2,
 		index:       index,
 		topic:       tortureTopicPrefix + strconv.Itoa(index),
 		n:           n,
@@ -70,7 +76,7 @@ func (p *publisher) run(ctx context.Context) {
 	for ctx.Err() == nil {
 		c, ack, err := dialConnect(ctx, p.env.addr, mqttclient.ConnectOptions{
 			ClientID:      p.res.ClientID,
-			CleanStart:    !p.established,
+			CleanStart:    !p.established || p.amnesia,
 			SessionExpiry: tortureSessionExpiry,
 		})
 		if err != nil {
@@ -81,7 +87,7 @@ func (p *publisher) run(ctx context.Context) {
 		}
 		bo.reset()
 		p.res.Connections++
-		if p.established && !ack.SessionPresent {
+		if p.established && !ack.SessionPresent && !p.amnesia {
 			p.res.SessionsLost++
 			p.protocolError("CONNACK with Session Present 0 on connection %d: the broker lost the session", p.res.Connections)
 		}
@@ -95,10 +101,25 @@ func (p *publisher) run(ctx context.Context) {
 		if err == nil {
 			return
 		}
+		if p.amnesia {
+			p.forget()
+		}
 	}
 }
 
-func (p *publisher) done() bool { return p.next == p.n && len(p.inflight) == 0 }
+func (p *publisher) done() bool {
+	return p.next == p.n && len(p.inflight) == 0 && len(p.forgotten) == 0
+}
+
+// forget loses the session state, as a device that reboots does: the packet ids in flight are
+// gone, and every message not complete is to be sent again as a new PUBLISH.
+func (p *publisher) forget() {
+	for _, m := range p.inflight {
+		p.forgotten = append(p.forgotten, m.seq)
+	}
+	slices.Sort(p.forgotten)
+	clear(p.inflight)
+}
 
 // serve runs one connection: resend, then publish within the window.
 func (p *publisher) serve(ctx context.Context, c *mqttclient.Conn, limit int) error {
@@ -161,7 +182,9 @@ func (p *publisher) serve(ctx context.Context, c *mqttclient.Conn, limit int) er
 }
 
 // resend is what a resumed session sends first: every PUBLISH awaiting PUBREC again with DUP=1 and
-// its id, every PUBREL awaiting PUBCOMP again, in their original order [MQTT-4.4.0-1].
+// its id, every PUBREL awaiting PUBCOMP again, in their original order [MQTT-4.4.0-1]. After an
+// amnesia there is no such state: the messages not complete go out as new PUBLISHes, new packet
+// ids, DUP=0, the same dedup ids.
 func (p *publisher) resend() []packets.Packet {
 	msgs := make([]*outMsg, 0, len(p.inflight))
 	for _, m := range p.inflight {
@@ -175,14 +198,25 @@ func (p *publisher) resend() []packets.Packet {
 			out = append(out, mqttclient.Ack(packets.Pubrel, m.id, 0))
 		} else {
 			p.res.ResentPublish++
-			out = append(out, mqttclient.Publish(p.topic, 2, m.id, encodePayload(p.index, m.seq, p.payloadSize), true))
+			out = append(out, p.packet(m, true))
 		}
 	}
+	for _, seq := range p.forgotten {
+		p.res.ResentPublish++
+		out = append(out, p.publishSeq(seq))
+	}
+	p.forgotten = nil
 	return out
 }
 
 // publishNew takes the next sequence number and a free packet identifier.
 func (p *publisher) publishNew() packets.Packet {
+	p.next++
+	return p.publishSeq(p.next - 1)
+}
+
+// publishSeq sends message seq under a free packet identifier.
+func (p *publisher) publishSeq(seq int) packets.Packet {
 	id := p.lastID
 	for {
 		id++
@@ -195,17 +229,28 @@ func (p *publisher) publishNew() packets.Packet {
 	}
 	p.lastID = id
 	p.order++
-	m := &outMsg{id: id, seq: p.next, order: p.order}
+	m := &outMsg{id: id, seq: seq, order: p.order}
 	p.inflight[id] = m
-	p.next++
-	return mqttclient.Publish(p.topic, 2, id, encodePayload(p.index, m.seq, p.payloadSize), false)
+	return p.packet(m, false)
 }
+
+// packet is the PUBLISH of m, with its dedup id.
+func (p *publisher) packet(m *outMsg, dup bool) packets.Packet {
+	pk := mqttclient.Publish(p.topic, p.qos, m.id, encodePayload(p.index, m.seq, p.payloadSize), dup)
+	pk.Properties.User = []packets.UserProperty{{Key: dedupProperty, Val: fmt.Sprintf("p%d-%d", p.index, m.seq)}}
+	return pk
+}
+
+// dedupProperty is the broker's default --dedup-property.
+const dedupProperty = "dedup-id"
 
 // handle applies one packet from the broker to the session state and returns the replies. An error
 // ends the connection.
 func (p *publisher) handle(pk packets.Packet) ([]packets.Packet, error) {
 	id := pk.PacketID
 	switch pk.FixedHeader.Type {
+	case packets.Puback:
+		p.handlePuback(pk)
 	case packets.Pubrec:
 		m := p.inflight[id]
 		switch {
@@ -248,6 +293,28 @@ func (p *publisher) handle(pk packets.Packet) ([]packets.Packet, error) {
 		p.protocolError("unexpected %s", mqttclient.Describe(pk))
 	}
 	return nil, nil
+}
+
+// handlePuback completes a QoS 1 flow: the message is the broker's (below 0x80) or refused.
+func (p *publisher) handlePuback(pk packets.Packet) {
+	m := p.inflight[pk.PacketID]
+	switch {
+	case m == nil || p.qos != 1:
+		p.protocolError("PUBACK for id %d, which is not a QoS 1 PUBLISH in flight", pk.PacketID)
+	case pk.ReasonCode >= 0x80:
+		k := msgKey{p.index, m.seq}
+		p.refused[k] = pk.ReasonCode
+		p.res.Refused++
+		if len(p.res.RefusedSample) < maxErrorSamples {
+			p.res.RefusedSample = append(p.res.RefusedSample, fmt.Sprintf("%v: PUBACK 0x%02X", k, pk.ReasonCode))
+		}
+		delete(p.inflight, pk.PacketID)
+	default:
+		p.acked[m.seq] = true
+		p.env.progress()
+		delete(p.inflight, pk.PacketID)
+		p.res.Completed++
+	}
 }
 
 func (p *publisher) protocolError(format string, args ...any) {

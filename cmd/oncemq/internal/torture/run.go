@@ -70,6 +70,7 @@ func (t *torture) newReport() *Report {
 		Seed: cfg.Seed, Publishers: cfg.Publishers, Subscribers: cfg.Subscribers,
 		TakeoverSubscribers: cfg.TakeoverSubscribers, MessagesPerPub: cfg.Messages, Window: cfg.Window,
 		PayloadSize: cfg.PayloadSize, Sync: cfg.Sync, Binary: cfg.Binary, KillsRequested: cfg.Kills,
+		QoS: cfg.QoS, PublisherAmnesia: cfg.PublisherAmnesia, DedupOff: cfg.DedupOff,
 	}
 	if cfg.TakeoverEvery > 0 {
 		rep.TakeoverEvery = cfg.TakeoverEvery.String()
@@ -86,8 +87,15 @@ func (t *torture) run(parent context.Context) *Report {
 	if cfg.TakeoverSubscribers > 0 {
 		takeover = fmt.Sprintf(" + %d taken over every %v", cfg.TakeoverSubscribers, cfg.TakeoverEvery)
 	}
-	t.logf("oncemq torture: %d publishers x %d messages, %d subscribers%s, window %d, %d kills, sync %s",
-		cfg.Publishers, cfg.Messages, cfg.Subscribers, takeover, cfg.Window, cfg.Kills, cfg.Sync)
+	amnesia, dedup := "", ""
+	if cfg.PublisherAmnesia {
+		amnesia = " with amnesia"
+	}
+	if cfg.DedupOff {
+		dedup = ", dedup off"
+	}
+	t.logf("oncemq torture: %d publishers x %d messages at QoS %d%s, %d subscribers%s, window %d, %d kills, sync %s%s",
+		cfg.Publishers, cfg.Messages, cfg.QoS, amnesia, cfg.Subscribers, takeover, cfg.Window, cfg.Kills, cfg.Sync, dedup)
 	t.logf("seed %d (replay with --seed %d)", cfg.Seed, cfg.Seed)
 
 	ctx, cancelTimeout := context.WithTimeout(parent, cfg.Timeout)
@@ -148,7 +156,7 @@ func (t *torture) startBroker(ctx context.Context, abort context.CancelFunc, tmp
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	maxQueued := max(10000, 2*cfg.Publishers*cfg.Messages) // a full queue drops on purpose; this run must not
 	b, err := newBrokerChild(cfg.Binary, addr, filepath.Join(tmp, "data"), cfg.Sync, cfg.BrokerLogLevel, maxQueued,
-		filepath.Join(tmp, "broker.log"))
+		cfg.DedupOff, filepath.Join(tmp, "broker.log"))
 	if err != nil {
 		t.fail("broker log: %v", err)
 		return false
@@ -194,9 +202,13 @@ func (t *torture) newClients(ctx context.Context) *clients {
 		cl.subs = append(cl.subs, newSubscriber(env, fmt.Sprintf("takeover%d", i+1), fmt.Sprintf("torture-takeover-%d", i+1),
 			cfg.TakeoverEvery, cfg.ReceiveMaximum, cfg.Publishers, cfg.Messages, seed, cfg.Subscribers+i))
 	}
+	for _, s := range cl.subs {
+		s.pubQoS = cfg.QoS
+	}
 	cl.pubs = make([]*publisher, cfg.Publishers)
 	for i := range cl.pubs {
 		cl.pubs[i] = newPublisher(env, i, cfg.Messages, cfg.Window, cfg.PayloadSize, seed)
+		cl.pubs[i].qos, cl.pubs[i].amnesia = cfg.QoS, cfg.PublisherAmnesia
 	}
 	return cl
 }

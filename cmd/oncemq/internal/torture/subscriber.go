@@ -24,6 +24,7 @@ type subscriber struct {
 	env           *clientEnv
 	takeoverEvery time.Duration
 	receiveMax    int
+	pubQoS        byte // the publishers' QoS: deliveries come at it
 	rng           *rand.Rand
 
 	ready     chan struct{} // closed at the first SUBACK granting QoS 2
@@ -203,11 +204,13 @@ func (s *subscriber) handle(pk packets.Packet, gen int) ([]packets.Packet, error
 	case packets.Publish:
 		s.lastPublish = time.Now()
 		if qos := pk.FixedHeader.Qos; qos != 2 {
-			s.protocolError("QoS %d delivery %s: subscribed at QoS 2", qos, mqttclient.Describe(pk))
+			if qos != s.pubQoS {
+				s.protocolError("QoS %d delivery %s: subscribed at QoS 2, published at QoS %d", qos, mqttclient.Describe(pk), s.pubQoS)
+			}
 			k, err := s.parse(pk)
 			if err != nil {
 				s.tally.addCorrupt()
-			} else if s.tally.add(k, s.delivery(pk, gen)) {
+			} else if s.tally.addQoS1(k, s.delivery(pk, gen)) {
 				s.env.progress()
 			}
 			if qos == 1 {
@@ -324,6 +327,7 @@ func (s *subscriber) result(exp *expectation) SubscriberResult {
 	c := s.res
 	c.Expected, c.Delivered, c.Distinct, c.Lost, c.Duplicated = r.Expected, r.Delivered, r.Distinct, r.Lost, r.Duplicated
 	c.Unexpected, c.Corrupt, c.LostSample, c.DupSample = r.Unexpected, r.Corrupt, r.LostSample, r.DupSample
+	c.QoS1Redeliveries = r.QoS1Redeliveries
 	c.ErrorSample = slices.Clone(c.ErrorSample)
 	c.AwaitingPubrel = len(s.awaiting)
 	return c

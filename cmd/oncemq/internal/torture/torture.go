@@ -34,7 +34,15 @@ type Config struct {
 	TakeoverSubscribers int           // with TakeoverEvery > 0
 	PayloadSize         int
 	ReceiveMaximum      int  // the subscribers'
-	Keep                bool // keep the temporary directory even if the run passes
+	QoS                 byte // the publishers' QoS: 1 or 2
+	// PublisherAmnesia makes publishers lose their state at every kill, as a rebooting device
+	// does: they reconnect with Clean Start and resend every message not completed (no PUBCOMP or
+	// PUBACK) under new packet ids, with the same dedup id. Only the broker's dedup ids can then
+	// keep them from being delivered twice.
+	PublisherAmnesia bool
+	// DedupOff passes --dedup-max 0 to the broker: no duplicate detection by dedup id.
+	DedupOff bool
+	Keep     bool // keep the temporary directory even if the run passes
 	// Progress receives one line per event (start, kills, end of publishing); nil discards them.
 	Progress io.Writer
 }
@@ -45,7 +53,7 @@ func DefaultConfig() Config {
 		Publishers: 4, Subscribers: 2, Messages: 2000, Window: 16, Kills: 10,
 		Timeout: 10 * time.Minute, DrainTimeout: 30 * time.Second, Settle: 500 * time.Millisecond,
 		FinalKill: true, Sync: "always", BrokerLogLevel: "warn", TakeoverSubscribers: 1,
-		PayloadSize: 16, ReceiveMaximum: 64,
+		PayloadSize: 16, ReceiveMaximum: 64, QoS: 2,
 	}
 }
 
@@ -74,6 +82,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--payload must be from %d to %d bytes", payloadHeader, 1<<20)
 	case c.ReceiveMaximum < 1 || c.ReceiveMaximum > 65535:
 		return errors.New("--receive-maximum must be from 1 to 65535")
+	case c.QoS != 1 && c.QoS != 2:
+		return errors.New("--qos must be 1 or 2")
 	case c.Sync != "always" && c.Sync != "none":
 		return fmt.Errorf("invalid value %q for flag --sync: want always or none", c.Sync)
 	}
@@ -107,6 +117,9 @@ type Report struct {
 	Window              int     `json:"window"`
 	PayloadSize         int     `json:"payload_bytes"`
 	Sync                string  `json:"sync"`
+	QoS                 byte    `json:"qos"`
+	PublisherAmnesia    bool    `json:"publisher_amnesia,omitempty"`
+	DedupOff            bool    `json:"dedup_off,omitempty"`
 	Binary              string  `json:"binary"`
 	KillsRequested      int     `json:"kills_requested"`
 	Kills               int     `json:"kills"`
