@@ -49,12 +49,12 @@ func TestConfigFileSetsEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := config{
+	want := withDedupDefaults(config{
 		Listen: []string{"127.0.0.1:0", "[::1]:0"}, TLSListen: []string{"127.0.0.1:0"},
 		WSListen: []string{"127.0.0.1:0"}, WSSListen: []string{"127.0.0.1:0"},
 		TLSCert: "certs/server.pem", TLSKey: "certs/server-key.pem", TLSClientCA: "certs/ca.pem",
 		ConfigFile: full, DataDir: "state", Sync: "none", LogLevel: slog.LevelDebug, MaxQueued: 500,
-	}
+	})
 	if cfg.origin["tls-cert"] != full+":10" {
 		t.Errorf("origin of tls-cert: %q, want the file and line 10", cfg.origin["tls-cert"])
 	}
