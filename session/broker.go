@@ -61,6 +61,7 @@ type Broker struct {
 	sessions map[string]*Session
 	subs     *topic.Index[inflight.SubscriptionRecord]
 	retained map[string]*inflight.Message
+	volatile map[string]*inflight.Message // retained in memory only (PublishVolatile)
 	closed   bool
 }
 
