@@ -80,4 +80,5 @@ type Journal struct {
 	closeErr  error
 
 	commits, batches, ops atomic.Uint64 // see stats
+	latency               latencyHistogram
 }

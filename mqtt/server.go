@@ -32,11 +32,13 @@ type Server struct {
 	cancel context.CancelFunc
 
 	shuttingDown atomic.Bool
+	traffic      traffic
+	started      time.Time
 	mu           sync.Mutex // guards listeners and conns
 	listeners    map[net.Listener]struct{}
 	conns        map[*conn]struct{}
 	connWG       sync.WaitGroup // one per connection goroutine
-	background   sync.WaitGroup // the drop report
+	background   sync.WaitGroup // the drop report and the $SYS publisher
 	stopReport   chan struct{}
 
 	stopOnce sync.Once
@@ -64,6 +66,7 @@ func New(opts Options) (*Server, error) {
 		listeners:  make(map[net.Listener]struct{}),
 		conns:      make(map[*conn]struct{}),
 		stopReport: make(chan struct{}),
+		started:    time.Now(),
 	}
 	sopts := session.Options{MaxQueued: opts.MaxQueued, Logger: opts.Logger, OnDrop: opts.Events.Drop}
 	if opts.Authorizer != nil {
@@ -71,6 +74,9 @@ func New(opts Options) (*Server, error) {
 	}
 	s.broker = session.New(j, rec, sopts)
 	s.background.Go(func() { reportLoop(s.log, &s.broker.Metrics, s.stopReport) })
+	if opts.SysInterval > 0 {
+		s.background.Go(func() { s.sysLoop(opts.SysInterval, s.stopReport) })
+	}
 	return s, nil
 }
 

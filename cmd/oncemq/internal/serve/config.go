@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // config is the validated configuration of `oncemq serve`.
@@ -18,6 +19,8 @@ type config struct {
 	Sync      string     // "always" or "none"
 	LogLevel  slog.Level // debug, info, warn or error
 	MaxQueued int        // >= 1
+	// SysInterval is how often $SYS/broker/... is published; 0 turns it off.
+	SysInterval time.Duration
 }
 
 // option is one setting of serve: a flag, the environment variable that also sets it, and the
@@ -34,6 +37,7 @@ var options = []option{
 		"but an OS crash or power loss can lose recent commits or corrupt the store", setSync},
 	{"log-level", "ONCEMQ_LOG_LEVEL", "LEVEL", "info", "debug, info, warn or error", setLogLevel},
 	{"max-queued", "ONCEMQ_MAX_QUEUED", "N", "10000", "most messages queued per session (offline, or over its Receive Maximum)", setMaxQueued},
+	{"sys-interval", "ONCEMQ_SYS_INTERVAL", "DURATION", "10s", "how often $SYS/broker/... topics are published (in memory, never stored); 0 turns them off", setSysInterval},
 }
 
 // parseConfig reads serve's flags from args and, for each flag not given, its environment
@@ -160,5 +164,17 @@ func setMaxQueued(c *config, v string) error {
 		return errors.New("want a whole number of at least 1")
 	}
 	c.MaxQueued = n
+	return nil
+}
+
+func setSysInterval(c *config, v string) error {
+	d, err := time.ParseDuration(v)
+	if v == "0" {
+		d, err = 0, nil
+	}
+	if err != nil || d < 0 {
+		return errors.New("want a duration such as 10s or 1m, or 0 to turn $SYS off")
+	}
+	c.SysInterval = d
 	return nil
 }

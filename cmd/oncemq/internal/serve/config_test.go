@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 )
 
 func envOf(m map[string]string) func(string) string {
@@ -14,7 +15,8 @@ func envOf(m map[string]string) func(string) string {
 }
 
 func defaults() config {
-	return config{Listen: "127.0.0.1:1883", DataDir: "./data", Sync: "always", LogLevel: slog.LevelInfo, MaxQueued: 10000}
+	return config{Listen: "127.0.0.1:1883", DataDir: "./data", Sync: "always", LogLevel: slog.LevelInfo, MaxQueued: 10000,
+		SysInterval: 10 * time.Second}
 }
 
 func TestParseServeConfig(t *testing.T) {
@@ -44,12 +46,15 @@ func TestParseServeConfig(t *testing.T) {
 		{"flag max queued", []string{"--max-queued=1"}, nil, with(func(c *config) { c.MaxQueued = 1 })},
 		{"flag given twice, last wins", []string{"--sync", "none", "--sync", "always"}, nil, defaults()},
 		{"all flags", []string{"--listen", "0.0.0.0:1884", "--data", "d", "--sync", "none", "--log-level", "warn", "--max-queued", "7"}, nil,
-			config{Listen: "0.0.0.0:1884", DataDir: "d", Sync: "none", LogLevel: slog.LevelWarn, MaxQueued: 7}},
+			config{Listen: "0.0.0.0:1884", DataDir: "d", Sync: "none", LogLevel: slog.LevelWarn, MaxQueued: 7, SysInterval: 10 * time.Second}},
+		{"flag sys interval", []string{"--sys-interval", "1s"}, nil, with(func(c *config) { c.SysInterval = time.Second })},
+		{"flag sys interval 0 is off", []string{"--sys-interval=0"}, nil, with(func(c *config) { c.SysInterval = 0 })},
+		{"env sys interval", nil, map[string]string{"ONCEMQ_SYS_INTERVAL": "1m"}, with(func(c *config) { c.SysInterval = time.Minute })},
 
 		{"flags beat env",
 			[]string{"--listen", ":2", "--data", "f", "--sync", "always", "--log-level", "info", "--max-queued", "3"},
 			map[string]string{"ONCEMQ_LISTEN": ":1", "ONCEMQ_DATA": "e", "ONCEMQ_SYNC": "none", "ONCEMQ_LOG_LEVEL": "debug", "ONCEMQ_MAX_QUEUED": "9"},
-			config{Listen: ":2", DataDir: "f", Sync: "always", LogLevel: slog.LevelInfo, MaxQueued: 3}},
+			config{Listen: ":2", DataDir: "f", Sync: "always", LogLevel: slog.LevelInfo, MaxQueued: 3, SysInterval: 10 * time.Second}},
 		{"flag beats env, others from env",
 			[]string{"--sync", "always"},
 			map[string]string{"ONCEMQ_SYNC": "none", "ONCEMQ_DATA": "e"},
@@ -91,6 +96,8 @@ func TestParseServeConfigErrors(t *testing.T) {
 		{"listen port not a number", []string{"--listen", ":mqtt"}, nil, []string{"--listen", `":mqtt"`}},
 		{"listen port too big", []string{"--listen", ":65536"}, nil, []string{"--listen", `":65536"`}},
 		{"empty data", []string{"--data", ""}, nil, []string{"--data", `""`}},
+		{"sys interval without unit", []string{"--sys-interval", "10"}, nil, []string{"--sys-interval", `"10"`}},
+		{"sys interval negative", []string{"--sys-interval=-1s"}, nil, []string{"--sys-interval", `"-1s"`}},
 		{"value with a dash", []string{"--sync", "a -b"}, nil, []string{"--sync", `"a -b"`}},
 		{"unknown flag", []string{"--port", "1883"}, nil, []string{"unknown flag", "--port"}},
 		{"unknown single-dash flag", []string{"-v"}, nil, []string{"unknown flag", "-v"}},

@@ -60,7 +60,7 @@ func Main(args []string, env cli.Env) int {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 
-	srv, ln, err := newServer(cfg, log)
+	srv, ln, err := newServer(cfg, env.Version, log)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "oncemq: %v\n", err)
 		return cli.ExitFailure
@@ -72,12 +72,18 @@ func Main(args []string, env cli.Env) int {
 
 // newServer opens the store and binds the listener: the one place that knows how package mqtt is
 // configured.
-func newServer(cfg config, log *slog.Logger) (*mqtt.Server, net.Listener, error) {
+func newServer(cfg config, version string, log *slog.Logger) (*mqtt.Server, net.Listener, error) {
+	sysInterval := cfg.SysInterval
+	if sysInterval == 0 {
+		sysInterval = -1 // off; mqtt.Options reads 0 as its default
+	}
 	srv, err := mqtt.New(mqtt.Options{
-		DataDir:   cfg.DataDir,
-		NoSync:    cfg.Sync == "none",
-		MaxQueued: cfg.MaxQueued,
-		Logger:    log,
+		DataDir:     cfg.DataDir,
+		NoSync:      cfg.Sync == "none",
+		MaxQueued:   cfg.MaxQueued,
+		Logger:      log,
+		SysInterval: sysInterval,
+		Version:     version,
 	})
 	if err != nil {
 		return nil, nil, err
