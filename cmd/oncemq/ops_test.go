@@ -172,3 +172,87 @@ func mustJSON(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// publishQoS1 publishes n QoS 1 messages "prefix-i" on topic t, pipelined, and waits for every
+// PUBACK.
+func publishQoS1(t *testing.T, c *mqttclient.Conn, topic, prefix string, n int) {
+	t.Helper()
+	const window = 500
+	for start := 0; start < n; start += window {
+		var pks []packets.Packet
+		for i := start; i < min(start+window, n); i++ {
+			pks = append(pks, mqttclient.Publish(topic, 1, uint16(i%window+1), fmt.Appendf(nil, "%s-%d", prefix, i), false))
+		}
+		write(t, c, pks...)
+		for range pks {
+			expect(t, c, packets.Puback)
+		}
+	}
+}
+
+// drain reads n QoS 1 PUBLISHes on c, acknowledging each, and returns their payloads.
+func drain(t *testing.T, c *mqttclient.Conn, n int) []string {
+	t.Helper()
+	var got []string
+	for range n {
+		pk := expect(t, c, packets.Publish)
+		got = append(got, string(pk.Payload))
+		write(t, c, mqttclient.Ack(packets.Puback, pk.PacketID, 0))
+	}
+	return got
+}
+
+// compact shrinks a file that held 20,000 queued messages, refuses while a broker holds the file,
+// and a broker started on the compacted file delivers the messages still queued, each once.
+func TestCompactThenRecover(t *testing.T) {
+	bin := oncemqtest.Build(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "oncemq.db")
+	args := []string{"--max-queued", "30000", "--sync", "none"}
+	b := oncemqtest.StartBroker(t, bin, dir, nil, args...)
+	subOpts := mqttclient.ConnectOptions{ClientID: "sub", SessionExpiry: 3600}
+	sub := dialClient(t, b, subOpts)
+	write(t, sub, mqttclient.Subscribe(1, "q", 1))
+	expect(t, sub, packets.Suback)
+	sub.Close()
+	pub := dialClient(t, b, mqttclient.ConnectOptions{ClientID: "pub", CleanStart: true})
+	publishQoS1(t, pub, "q", "burst", 20000)
+	sub = dialClient(t, b, subOpts)
+	drain(t, sub, 20000)
+	sub.Close()
+	publishQoS1(t, pub, "q", "kept", 100)
+
+	_, stderr, code := runOncemq(t, bin, "compact", "--data", dir)
+	if code != 1 || !strings.Contains(stderr, "running broker") {
+		t.Errorf("compact of a held file: exit %d, %q; want 1 saying a running broker holds it", code, stderr)
+	}
+	b.Kill()
+
+	st0, _ := os.Stat(path)
+	out, stderr, code := runOncemq(t, bin, "compact", "--data", dir)
+	st1, _ := os.Stat(path)
+	if code != 0 || st1.Size() >= st0.Size() {
+		t.Fatalf("compact: exit %d (%s), size %d -> %d, want smaller", code, stderr, st0.Size(), st1.Size())
+	}
+	if want := fmt.Sprintf("%d bytes before, %d after", st0.Size(), st1.Size()); !strings.Contains(out, want) {
+		t.Errorf("compact printed %q, want %q", out, want)
+	}
+	t.Logf("compacted %d -> %d bytes", st0.Size(), st1.Size())
+	if _, err := os.Stat(path + ".compact"); !os.IsNotExist(err) {
+		t.Errorf("the copy %s.compact is left behind: %v", path, err)
+	}
+
+	b = b.Restart(t, nil, args...)
+	sub = dialClient(t, b, subOpts)
+	got := drain(t, sub, 100)
+	for i, p := range got {
+		if want := fmt.Sprintf("kept-%d", i); p != want {
+			t.Fatalf("message %d after compaction: %q, want %q", i, p, want)
+		}
+	}
+	write(t, sub, packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Pingreq}})
+	_ = sub.SetReadDeadline(time.Now().Add(opsTimeout))
+	if pk, err := sub.Read(); err != nil || pk.FixedHeader.Type != packets.Pingresp {
+		t.Fatalf("after the 100 queued messages: %v %v, want PINGRESP and no more messages", mqttclient.Describe(pk), err)
+	}
+}
