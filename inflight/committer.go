@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -21,11 +22,14 @@ type Stats struct {
 	Commits uint64 // bbolt transactions committed (each one sync unless NoSync)
 	Batches uint64 // batches committed, including empty ones
 	Ops     uint64 // changes committed
+	// CommitLatency counts commits by duration (transaction and fsync), in the buckets of
+	// LatencyBound: CommitLatency[i] commits took at most LatencyBound(i).
+	CommitLatency [LatencyBuckets]uint64
 }
 
 // Stats returns the counters so far.
 func (j *Journal) Stats() Stats {
-	return Stats{Commits: j.commits.Load(), Batches: j.batches.Load(), Ops: j.ops.Load()}
+	return Stats{Commits: j.commits.Load(), Batches: j.batches.Load(), Ops: j.ops.Load(), CommitLatency: j.latency.snapshot()}
 }
 
 // NextSeq returns a new message sequence, larger than any in the file at Open and any returned
@@ -145,11 +149,13 @@ func (j *Journal) process(round []submitted) {
 	}
 	var err error
 	if ops > 0 {
+		start := time.Now()
 		err = j.commit(round, invalid)
 		if err != nil {
 			err = j.fail(err)
 		} else {
 			j.commits.Add(1)
+			j.latency.observe(time.Since(start))
 		}
 	}
 	if err == nil {

@@ -90,4 +90,5 @@ type Journal struct {
 	closeErr  error
 
 	commits, batches, ops atomic.Uint64 // see stats
+	latency               latencyHistogram
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"slices"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -85,6 +86,10 @@ func guard(fn func() error) (err error) {
 	return fn()
 }
 
+// recoveryBuckets are the buckets readState reads, in its order: sessions first, so that every
+// other entry finds its session.
+var recoveryBuckets = [][]byte{bucketSessions, bucketSubs, bucketIn, bucketOut, bucketQueue, bucketMsgs, bucketRetained, bucketDedup}
+
 // recovery is the state of one recovery transaction.
 type recovery struct {
 	txid int // the transaction read: the file's version
@@ -117,35 +122,27 @@ func readState(tx *bolt.Tx, now int64, log *slog.Logger) (*recovery, error) {
 		msgs:      make(map[uint64]*Message),
 		deletions: make(map[string][][]byte),
 	}
-	steps := []struct {
-		name []byte
-		fn   func(k, v []byte) error
-	}{
-		{bucketSessions, r.readSession},
-		{bucketSubs, r.readSubscription},
-		{bucketIn, r.readInbound},
-		{bucketOut, r.readOutbound},
-		{bucketQueue, r.readQueued},
-		{bucketMsgs, r.readMessage},
-		{bucketRetained, r.readRetained},
-		{bucketDedup, r.readDedup},
-	}
-	for _, s := range steps {
-		b := tx.Bucket(s.name)
+	readers := []func(k, v []byte) error{r.readSession, r.readSubscription, r.readInbound, r.readOutbound,
+		r.readQueued, r.readMessage, r.readRetained, r.readDedup}
+	prog := newProgress(log, time.Now, progressEvery, func() int { return countRecords(tx) })
+	for i, name := range recoveryBuckets {
+		read := readers[i]
+		b := tx.Bucket(name)
 		if b == nil {
 			continue
 		}
 		var prev []byte // bbolt memory, valid for the whole transaction
 		err := b.ForEach(func(k, v []byte) error {
 			if prev != nil && bytes.Compare(prev, k) >= 0 {
-				return corrupt(string(s.name), k, fmt.Errorf("key out of order after %q", prev))
+				return corrupt(string(name), k, fmt.Errorf("key out of order after %q", prev))
 			}
 			prev = k
+			prog.step()
 			if v == nil {
-				return corrupt(string(s.name), k, fmt.Errorf("nested bucket"))
+				return corrupt(string(name), k, fmt.Errorf("nested bucket"))
 			}
-			if err := s.fn(k, v); err != nil {
-				return corrupt(string(s.name), k, err)
+			if err := read(k, v); err != nil {
+				return corrupt(string(name), k, err)
 			}
 			return nil
 		})

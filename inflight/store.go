@@ -16,6 +16,9 @@ import (
 // with a clear message instead of hanging.
 const lockTimeout = time.Second
 
+// ErrInUse is wrapped by Open and Inspect when another process holds the file: a running broker.
+var ErrInUse = errors.New("data file is in use by another process")
+
 // Open opens the journal file at path, creating it and its directory if missing, and reads the
 // durable state back. Sessions whose expiry passed while the broker was down are removed first, and
 // sessions that were connected when it stopped are marked disconnected now, so that their expiry
@@ -72,13 +75,20 @@ func Open(path string, opts *Options) (*Journal, *Recovered, error) {
 // released. A read-only handle takes a shared lock, which also fails while another process has the
 // file open for writing.
 func openBolt(path string, readOnly, noSync bool) (db *bolt.DB, err error) {
+	return openBoltWith(path, readOnly, noSync, false)
+}
+
+// openBoltWith is openBolt that may also rebuild the free list of a read-only handle (bbolt
+// skips it there), which Inspect needs to count free pages.
+func openBoltWith(path string, readOnly, noSync, freelist bool) (db *bolt.DB, err error) {
 	var file *os.File
 	bo := &bolt.Options{
-		ReadOnly:       readOnly,
-		Timeout:        lockTimeout,
-		NoSync:         noSync,
-		NoFreelistSync: true,
-		FreelistType:   bolt.FreelistMapType,
+		PreLoadFreelist: freelist,
+		ReadOnly:        readOnly,
+		Timeout:         lockTimeout,
+		NoSync:          noSync,
+		NoFreelistSync:  true,
+		FreelistType:    bolt.FreelistMapType,
 		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
 			f, err := os.OpenFile(name, flag, perm)
 			file = f
@@ -99,7 +109,7 @@ func openBolt(path string, readOnly, noSync bool) (db *bolt.DB, err error) {
 	case err == nil:
 		return db, nil
 	case errors.Is(err, berrors.ErrTimeout):
-		return nil, fmt.Errorf("open %s: data file is in use by another process (is another oncemq running?): %w", path, err)
+		return nil, fmt.Errorf("open %s: %w (is another oncemq running?): %w", path, ErrInUse, err)
 	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrVersionMismatch), errors.Is(err, berrors.ErrChecksum):
 		return nil, fmt.Errorf("open %s: %w: not a readable bbolt file: %w", path, ErrCorrupt, err)
 	default:

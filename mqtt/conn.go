@@ -102,13 +102,18 @@ func (c *conn) log() *slog.Logger {
 
 // readPacket reads the packet whose start awaitPacket saw: its first byte is in c.hb when the
 // connection was idle, in the read buffer otherwise.
-func (c *conn) readPacket() (packets.Packet, error) {
+func (c *conn) readPacket() (pk packets.Packet, err error) {
 	if !c.hbRead {
-		return readPacket(c.br, c.version, c.srv.opts.MaxPacketSize)
+		pk, err = readPacket(c.br, c.version, c.srv.opts.MaxPacketSize)
+	} else {
+		c.hbRead = false
+		c.acquireReader()
+		pk, err = readPacketAfter(c.hb[0], c.br, c.version, c.srv.opts.MaxPacketSize)
 	}
-	c.hbRead = false
-	c.acquireReader()
-	return readPacketAfter(c.hb[0], c.br, c.version, c.srv.opts.MaxPacketSize)
+	if err == nil {
+		c.srv.traffic.received(&pk)
+	}
+	return pk, err
 }
 
 func (c *conn) acquireReader() {
@@ -203,16 +208,23 @@ func (c *conn) writeLoop() {
 		c.mu.Unlock()
 
 		buf.Reset()
+		count, publishes := len(batch), 0
 		for i := range batch {
 			c.encode(buf, &batch[i])
+			if batch[i].FixedHeader.Type == packets.Publish {
+				publishes++
+			}
 		}
 		if closing && c.version == 5 && closeReason.IsFailure() {
 			d := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Disconnect}, ReasonCode: byte(closeReason)}
 			c.encode(buf, &d)
+			count++
 		}
 		if buf.Len() > 0 {
 			_ = c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
-			if _, err := c.nc.Write(buf.Bytes()); err != nil {
+			n, err := c.nc.Write(buf.Bytes())
+			c.srv.traffic.sent(count, publishes, n)
+			if err != nil {
 				c.log().Debug("write failed", slog.Any("err", err))
 				c.mu.Lock()
 				c.closing = true // the writer stays marked running: nothing else may write

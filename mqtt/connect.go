@@ -137,6 +137,10 @@ func (c *conn) connectRequest(pk *packets.Packet) (session.ConnectRequest, packe
 		if !topic.ValidName(cp.WillTopic) {
 			return req, props, &protocolError{code: reason.TopicNameInvalid, msg: "invalid will topic"}
 		}
+		if isSys(cp.WillTopic) { // $SYS is the broker's own, and never stored
+			c.refuseConnect(reason.NotAuthorized, nil)
+			return session.ConnectRequest{}, props, errConnectRefused
+		}
 		req.Will = willOf(cp)
 	}
 	c.clientID = clientID

@@ -115,6 +115,9 @@ func (s *Server) retire(old *engine) {
 	s.retired.Commits += js.Commits
 	s.retired.Batches += js.Batches
 	s.retired.Ops += js.Ops
+	for i := range js.CommitLatency {
+		s.retired.CommitLatency[i] += js.CommitLatency[i]
+	}
 	s.mu.Unlock()
 }
 

@@ -38,6 +38,9 @@ func (m *Message) validate() error {
 	if !topic.ValidName(m.Topic) {
 		return fmt.Errorf("%w: topic name %q", ErrInvalidMessage, m.Topic) // [MQTT-3.3.2-2]
 	}
+	if isSys(m.Topic) {
+		return fmt.Errorf("%w: topic %q: $SYS is the broker's own", ErrInvalidMessage, m.Topic)
+	}
 	if m.QoS > 2 {
 		return fmt.Errorf("%w: QoS %d", ErrInvalidMessage, m.QoS)
 	}

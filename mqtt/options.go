@@ -3,6 +3,7 @@ package mqtt
 import (
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"time"
 
 	"github.com/oncemq/oncemq/session"
@@ -53,6 +54,13 @@ type Options struct {
 
 	// Logger receives the broker's log; default slog.Default().
 	Logger *slog.Logger
+	// SysInterval is how often the $SYS/broker/... topics are published; default 10s, and a
+	// negative value turns them off. They are QoS 0 and retained in memory only: they never touch
+	// the state file.
+	SysInterval time.Duration
+	// Version is the release named on $SYS/broker/version; default the module version the binary
+	// was built with.
+	Version string
 
 	// Authenticator decides who may connect; nil accepts every client.
 	Authenticator Authenticator
@@ -80,6 +88,15 @@ func (o *Options) setDefaults() {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.SysInterval == 0 {
+		o.SysInterval = 10 * time.Second
+	}
+	if o.Version == "" {
+		o.Version = "(devel)"
+		if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+			o.Version = bi.Main.Version
+		}
 	}
 	if o.DedupProperty == "" {
 		o.DedupProperty = "dedup-id"

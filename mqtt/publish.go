@@ -59,6 +59,9 @@ func (c *conn) handlePublish(pk *packets.Packet) error {
 		m.ExpiresAt = now + int64(props.MessageExpiryInterval)*int64(time.Second)
 	}
 
+	if isSys(name) {
+		return c.refusePublish(pk, reason.NotAuthorized) // $SYS is the broker's own
+	}
 	if az := c.srv.opts.Authorizer; az != nil && !az.CanPublish(c.client(), name) {
 		return c.refusePublish(pk, reason.NotAuthorized)
 	}

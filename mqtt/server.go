@@ -33,6 +33,8 @@ type Server struct {
 	cancel context.CancelFunc
 
 	shuttingDown atomic.Bool
+	traffic      traffic
+	started      time.Time
 	mu           sync.Mutex // guards the following up to connWG
 	listeners    map[net.Listener]struct{}
 	conns        map[*conn]struct{}
@@ -42,7 +44,7 @@ type Server struct {
 	fatal        error                // ErrStoreFailed wrapping the failure that ended the service
 	retired      inflight.Stats       // the counters of the journals closed by heals
 	connWG       sync.WaitGroup       // one per connection goroutine
-	background   sync.WaitGroup       // the drop report
+	background   sync.WaitGroup       // the drop report, the store watcher, the $SYS publisher
 	stopReport   chan struct{}
 
 	stopOnce sync.Once
@@ -67,6 +69,7 @@ func New(opts Options) (*Server, error) {
 		listeners:  make(map[net.Listener]struct{}),
 		conns:      make(map[*conn]struct{}),
 		stopReport: make(chan struct{}),
+		started:    time.Now(),
 	}
 	eng, err := s.openEngine()
 	if err != nil {
@@ -76,6 +79,9 @@ func New(opts Options) (*Server, error) {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.background.Go(func() { reportLoop(s.log, &s.metrics, s.stopReport) })
 	s.background.Go(s.watchStore)
+	if opts.SysInterval > 0 {
+		s.background.Go(func() { s.sysLoop(opts.SysInterval, s.stopReport) })
+	}
 	return s, nil
 }
 

@@ -10,7 +10,8 @@ type Stats struct {
 	InboundInFlight  int // QoS 2 packet ids from clients awaiting PUBREL
 	OutboundInFlight int // QoS 1 and 2 packet ids to clients awaiting PUBACK, PUBREC or PUBCOMP
 	Queued           int // messages waiting in session queues
-	Retained         int // retained messages
+	Retained         int // retained messages (in the store; the $SYS ones are not counted)
+	Subscriptions    int // subscriptions, one per session and filter
 
 	// Messages dropped on purpose since start, by reason, and what was withheld from a reader.
 	DroppedQueueFull uint64
@@ -31,11 +32,21 @@ type Stats struct {
 	Batches        uint64 // batches of changes submitted (each one a PUBLISH, an ack, a CONNECT...)
 	Records        uint64 // records written
 	CommitFailures uint64 // batches whose commit failed
+	// CommitLatency counts commits by how long each took, transaction and fsync.
+	CommitLatency LatencyHistogram
 
 	// The store's failures since start (each one the disk filling or an I/O error), and the heals:
 	// the store reopened after a full disk (see Server.Readiness).
 	StoreFailures uint64
 	StoreHeals    uint64
+
+	// What crossed the wire since start. A packet is counted when read whole, or when written.
+	PacketsReceived uint64 // MQTT packets of every type read from clients
+	PacketsSent     uint64 // MQTT packets of every type written to clients
+	PublishReceived uint64 // PUBLISH packets read
+	PublishSent     uint64 // PUBLISH packets written
+	BytesReceived   uint64 // bytes of the packets read
+	BytesSent       uint64 // bytes written
 }
 
 // Stats reports what the broker holds and has done. It takes the broker's lock briefly.
@@ -48,6 +59,9 @@ func (s *Server) Stats() Stats {
 		bs = eng.broker.Stats()
 		cur := eng.journal.Stats()
 		js.Commits, js.Batches, js.Ops = js.Commits+cur.Commits, js.Batches+cur.Batches, js.Ops+cur.Ops
+		for i := range js.CommitLatency {
+			js.CommitLatency[i] += cur.CommitLatency[i]
+		}
 	}
 	return Stats{
 		Connections:          conns,
@@ -57,6 +71,7 @@ func (s *Server) Stats() Stats {
 		OutboundInFlight:     bs.OutboundInFlight,
 		Queued:               bs.Queued,
 		Retained:             bs.Retained,
+		Subscriptions:        bs.Subscriptions,
 		DroppedQueueFull:     s.metrics.QueueOverflow.Load(),
 		DroppedExpired:       s.metrics.Expired.Load(),
 		DroppedTooLarge:      s.metrics.TooLarge.Load(),
@@ -64,14 +79,21 @@ func (s *Server) Stats() Stats {
 		PublishRefused:       s.metrics.PublishRefused.Load(),
 		NotOwner:             s.metrics.NotOwner.Load(),
 		SessionsExpired:      s.metrics.SessionsExpired.Load(),
+		DuplicatesByPacketID: s.metrics.DuplicatesByPacketID.Load(),
+		DuplicatesByDedupID:  s.metrics.DuplicatesByDedupID.Load(),
+		DedupIDs:             bs.DedupIDs,
 		Commits:              js.Commits,
 		Batches:              js.Batches,
 		Records:              js.Ops,
 		CommitFailures:       s.metrics.CommitFailures.Load(),
+		CommitLatency:        LatencyHistogram(js.CommitLatency),
 		StoreFailures:        s.storeFailures.Load(),
 		StoreHeals:           s.heals.Load(),
-		DuplicatesByPacketID: s.metrics.DuplicatesByPacketID.Load(),
-		DuplicatesByDedupID:  s.metrics.DuplicatesByDedupID.Load(),
-		DedupIDs:             bs.DedupIDs,
+		PacketsReceived:      s.traffic.packetsIn.Load(),
+		PacketsSent:          s.traffic.packetsOut.Load(),
+		PublishReceived:      s.traffic.publishIn.Load(),
+		PublishSent:          s.traffic.publishOut.Load(),
+		BytesReceived:        s.traffic.bytesIn.Load(),
+		BytesSent:            s.traffic.bytesOut.Load(),
 	}
 }

@@ -69,6 +69,7 @@ type Broker struct {
 	subs     *topic.Index[inflight.SubscriptionRecord]
 	retained map[string]*inflight.Message
 	dedup    dedupState
+	volatile map[string]*inflight.Message // retained in memory only (PublishVolatile)
 	closed   bool
 }
 

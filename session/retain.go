@@ -24,7 +24,8 @@ func (b *Broker) retain(batch *inflight.Batch, m *inflight.Message) {
 
 // deliverRetained sends s the retained messages matching filter that it may read
 // (Options.MayRead), with the retain flag set [MQTT-3.3.1-9], at min(message QoS, granted QoS).
-// Expired ones are deleted [MQTT-3.3.2-5]. Caller holds b.mu.
+// Expired ones are deleted [MQTT-3.3.2-5]. The volatile retained messages ($SYS) follow, at QoS 0.
+// Caller holds b.mu.
 func (b *Broker) deliverRetained(batch *inflight.Batch, s *Session, sub inflight.SubscriptionRecord, out *outbox) {
 	var subIDs []int
 	if sub.Identifier > 0 {
@@ -45,4 +46,5 @@ func (b *Broker) deliverRetained(batch *inflight.Batch, s *Session, sub inflight
 		}
 		b.deliver(batch, s, m, min(m.QoS, sub.QoS), subIDs, true, out)
 	}
+	b.deliverVolatile(s, sub.Filter, subIDs, out)
 }

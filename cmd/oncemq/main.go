@@ -9,6 +9,8 @@ import (
 	"os"
 
 	"github.com/oncemq/oncemq/cmd/oncemq/internal/cli"
+	"github.com/oncemq/oncemq/cmd/oncemq/internal/compact"
+	"github.com/oncemq/oncemq/cmd/oncemq/internal/inspect"
 	"github.com/oncemq/oncemq/cmd/oncemq/internal/passwd"
 	"github.com/oncemq/oncemq/cmd/oncemq/internal/serve"
 	"github.com/oncemq/oncemq/cmd/oncemq/internal/torture"
@@ -30,6 +32,8 @@ type command struct {
 var commands = []command{
 	{"serve", "run the broker (the default command)", serve.Main},
 	{"passwd", "add, change or delete a user of a password file (mosquitto's format)", passwd.Main},
+	{"inspect", "print the sessions, ids and queues a stopped broker's data file holds (read-only)", inspect.Main},
+	{"compact", "rewrite a stopped broker's data file without its free pages", compact.Main},
 	{"torture", "kill -9 a child broker under QoS 2 load and check exactly-once delivery", torture.Main},
 }
 

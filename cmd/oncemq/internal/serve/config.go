@@ -31,6 +31,9 @@ type config struct {
 	LogLevel   slog.Level // debug, info, warn or error
 	MaxQueued  int        // >= 1
 
+	// SysInterval is how often $SYS/broker/... is published; 0 turns it off.
+	SysInterval time.Duration
+
 	PasswordFile          string // mosquitto-format password file; "" none
 	ACLFile               string // mosquitto-format ACL file; "" none
 	AllowAnonymous        bool   // accept clients without credentials even with authentication on
@@ -97,6 +100,7 @@ var options = []option{
 		"(empty: none)", setDedupJSONField},
 	{"dedup-window", "ONCEMQ_DEDUP_WINDOW", "DURATION", "5m", "how long a dedup id is remembered; 0 turns dedup off", setDedupWindow},
 	{"dedup-max", "ONCEMQ_DEDUP_MAX", "N", "1000000", "most dedup ids remembered, the oldest forgotten first; 0 turns dedup off", setDedupMax},
+	{"sys-interval", "ONCEMQ_SYS_INTERVAL", "DURATION", "10s", "how often $SYS/broker/... topics are published (in memory, never stored); 0 turns them off", setSysInterval},
 }
 
 // allListeners is the address of every listener, of every kind.
@@ -405,5 +409,17 @@ func setDedupMax(c *config, v string) error {
 		return errors.New("want a whole number, or 0 to turn dedup off")
 	}
 	c.DedupMax = n
+	return nil
+}
+
+func setSysInterval(c *config, v string) error {
+	d, err := time.ParseDuration(v)
+	if v == "0" {
+		d, err = 0, nil
+	}
+	if err != nil || d < 0 {
+		return errors.New("want a duration such as 10s or 1m, or 0 to turn $SYS off")
+	}
+	c.SysInterval = d
 	return nil
 }

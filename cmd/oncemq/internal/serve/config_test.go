@@ -18,12 +18,13 @@ func envOf(m map[string]string) func(string) string {
 }
 
 func defaults() config {
-	return withDedupDefaults(config{Listen: []string{"127.0.0.1:1883"}, DataDir: "./data", Sync: "always", LogLevel: slog.LevelInfo, MaxQueued: 10000})
+	return withDefaults(config{Listen: []string{"127.0.0.1:1883"}, DataDir: "./data", Sync: "always", LogLevel: slog.LevelInfo, MaxQueued: 10000})
 }
 
-// withDedupDefaults is c with the dedup settings at their defaults.
-func withDedupDefaults(c config) config {
+// withDefaults is c with the settings that are not part of c at their defaults (dedup, $SYS).
+func withDefaults(c config) config {
 	c.DedupProperty, c.DedupScope, c.DedupWindow, c.DedupMax = "dedup-id", "client", 5*time.Minute, 1_000_000
+	c.SysInterval = 10 * time.Second
 	return c
 }
 
@@ -54,7 +55,7 @@ func TestParseServeConfig(t *testing.T) {
 		{"flag max queued", []string{"--max-queued=1"}, nil, with(func(c *config) { c.MaxQueued = 1 })},
 		{"flag given twice, last wins", []string{"--sync", "none", "--sync", "always"}, nil, defaults()},
 		{"all flags", []string{"--listen", "0.0.0.0:1884", "--data", "d", "--sync", "none", "--log-level", "warn", "--max-queued", "7"}, nil,
-			withDedupDefaults(config{Listen: []string{"0.0.0.0:1884"}, DataDir: "d", Sync: "none", LogLevel: slog.LevelWarn, MaxQueued: 7})},
+			withDefaults(config{Listen: []string{"0.0.0.0:1884"}, DataDir: "d", Sync: "none", LogLevel: slog.LevelWarn, MaxQueued: 7})},
 
 		{"listen repeated", []string{"--listen", ":1", "--listen", ":2"}, nil, with(func(c *config) { c.Listen = []string{":1", ":2"} })},
 		{"env listen comma-separated", nil, map[string]string{"ONCEMQ_LISTEN": ":1, :2,"}, with(func(c *config) { c.Listen = []string{":1", ":2"} })},
@@ -68,11 +69,14 @@ func TestParseServeConfig(t *testing.T) {
 			c.DedupProperty, c.DedupScope, c.DedupJSONField, c.DedupWindow, c.DedupMax = "msg-id", "topic", "id", 90*time.Second, 0
 		})},
 		{"env dedup window", nil, map[string]string{"ONCEMQ_DEDUP_WINDOW": "0"}, with(func(c *config) { c.DedupWindow = 0 })},
+		{"flag sys interval", []string{"--sys-interval", "1s"}, nil, with(func(c *config) { c.SysInterval = time.Second })},
+		{"flag sys interval 0 is off", []string{"--sys-interval=0"}, nil, with(func(c *config) { c.SysInterval = 0 })},
+		{"env sys interval", nil, map[string]string{"ONCEMQ_SYS_INTERVAL": "1m"}, with(func(c *config) { c.SysInterval = time.Minute })},
 
 		{"flags beat env",
 			[]string{"--listen", ":2", "--data", "f", "--sync", "always", "--log-level", "info", "--max-queued", "3"},
 			map[string]string{"ONCEMQ_LISTEN": ":1", "ONCEMQ_DATA": "e", "ONCEMQ_SYNC": "none", "ONCEMQ_LOG_LEVEL": "debug", "ONCEMQ_MAX_QUEUED": "9"},
-			withDedupDefaults(config{Listen: []string{":2"}, DataDir: "f", Sync: "always", LogLevel: slog.LevelInfo, MaxQueued: 3})},
+			withDefaults(config{Listen: []string{":2"}, DataDir: "f", Sync: "always", LogLevel: slog.LevelInfo, MaxQueued: 3})},
 		{"flag beats env, others from env",
 			[]string{"--sync", "always"},
 			map[string]string{"ONCEMQ_SYNC": "none", "ONCEMQ_DATA": "e"},
@@ -115,6 +119,8 @@ func TestParseServeConfigErrors(t *testing.T) {
 		{"listen port not a number", []string{"--listen", ":mqtt"}, nil, []string{"--listen", `":mqtt"`}},
 		{"listen port too big", []string{"--listen", ":65536"}, nil, []string{"--listen", `":65536"`}},
 		{"empty data", []string{"--data", ""}, nil, []string{"--data", `""`}},
+		{"sys interval without unit", []string{"--sys-interval", "10"}, nil, []string{"--sys-interval", `"10"`}},
+		{"sys interval negative", []string{"--sys-interval=-1s"}, nil, []string{"--sys-interval", `"-1s"`}},
 		{"value with a dash", []string{"--sync", "a -b"}, nil, []string{"--sync", `"a -b"`}},
 		{"unknown flag", []string{"--port", "1883"}, nil, []string{"unknown flag", "--port"}},
 		{"unknown single-dash flag", []string{"-v"}, nil, []string{"unknown flag", "-v"}},

@@ -49,7 +49,7 @@ func TestConfigFileSetsEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := withDedupDefaults(config{
+	want := withDefaults(config{
 		Listen: []string{"127.0.0.1:0", "[::1]:0"}, TLSListen: []string{"127.0.0.1:0"},
 		WSListen: []string{"127.0.0.1:0"}, WSSListen: []string{"127.0.0.1:0"},
 		TLSCert: "certs/server.pem", TLSKey: "certs/server-key.pem", TLSClientCA: "certs/ca.pem",

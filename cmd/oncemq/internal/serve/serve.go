@@ -66,7 +66,7 @@ func Main(args []string, env cli.Env) int {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 
-	srv, lns, reloaders, err := newServer(cfg, log)
+	srv, lns, reloaders, err := newServer(cfg, env.Version, log)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "oncemq: %v\n", err)
 		return cli.ExitFailure
@@ -117,7 +117,7 @@ func startedAttrs(version string, cfg config, lns []listener) []any {
 // newServer loads the certificates, the users and the access rules, opens the store and binds the
 // listeners: the one place that knows how package mqtt is configured. The reloaders are what
 // SIGHUP runs.
-func newServer(cfg config, log *slog.Logger) (*mqtt.Server, []listener, []reloader, error) {
+func newServer(cfg config, version string, log *slog.Logger) (*mqtt.Server, []listener, []reloader, error) {
 	certs, err := newCertStore(cfg)
 	if err != nil {
 		return nil, nil, nil, err
@@ -137,6 +137,8 @@ func newServer(cfg config, log *slog.Logger) (*mqtt.Server, []listener, []reload
 		Logger:        log,
 		Authenticator: sec.authenticator,
 		Authorizer:    sec.authorizer,
+		SysInterval:   offIfZero(cfg.SysInterval),
+		Version:       version,
 
 		DedupProperty:  cfg.DedupProperty,
 		DedupScope:     cfg.DedupScope,

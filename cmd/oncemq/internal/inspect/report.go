@@ -1,0 +1,133 @@
+package inspect
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/oncemq/oncemq/inflight"
+)
+
+// Report is what inspect prints; its JSON form is --json's output. The session fields are those
+// of the running broker's /admin/sessions, where the file has them.
+type Report struct {
+	Sessions        []Session `json:"sessions"`
+	Retained        int       `json:"retained"`
+	FileSize        int64     `json:"file_size"`
+	PageSize        int       `json:"page_size"`
+	FreePages       int       `json:"free_pages"`
+	ExpiredSessions []string  `json:"expired_sessions"` // the next start removes them
+	BrokenEntries   int       `json:"broken_entries"`   // the next start removes them
+	OrphanMessages  int       `json:"orphan_messages"`  // the next start removes them
+}
+
+// Session is one stored session. Username and Online are not in the file: a stopped broker has no
+// connection, and the file keeps no owner.
+type Session struct {
+	ClientID        string     `json:"client_id"`
+	Username        *string    `json:"username"` // always null: not stored
+	Online          *bool      `json:"online"`   // always null: n/a offline
+	ProtocolVersion byte       `json:"protocol_version"`
+	ExpiryInterval  uint32     `json:"expiry_interval"`           // seconds; 4294967295 never
+	DisconnectedAt  *time.Time `json:"disconnected_at,omitempty"` // absent: connected when the broker stopped
+	Subscriptions   []string   `json:"subscriptions"`             // "filter qos=N"
+	InboundAwaiting []uint16   `json:"inbound_awaiting_pubrel"`
+	Outbound        []Outbound `json:"outbound_in_flight"`
+	Queued          int        `json:"queued"`
+	QueuedBytes     int        `json:"queued_bytes"`
+	HasWill         bool       `json:"has_will"`
+}
+
+// Outbound is one outbound packet id in flight.
+type Outbound struct {
+	PacketID uint16 `json:"packet_id"`
+	State    string `json:"state"` // publish-sent or pubrel-sent
+	QoS      byte   `json:"qos"`
+}
+
+func newReport(in *inflight.Inspection, client string) Report {
+	r := Report{Retained: in.Retained, FileSize: in.FileSize, PageSize: in.PageSize, FreePages: in.FreePages,
+		ExpiredSessions: in.ExpiredSessions, BrokenEntries: in.BrokenEntries, OrphanMessages: in.Orphans,
+		Sessions: []Session{}}
+	for _, s := range in.Sessions {
+		if client != "" && s.Record.ClientID != client {
+			continue
+		}
+		r.Sessions = append(r.Sessions, sessionOf(s))
+	}
+	return r
+}
+
+func sessionOf(s inflight.InspectedSession) Session {
+	out := Session{ClientID: s.Record.ClientID, ProtocolVersion: s.Record.ProtocolVersion,
+		ExpiryInterval: s.Record.ExpiryInterval, Queued: len(s.Queue), QueuedBytes: s.QueuedBytes,
+		HasWill: s.Record.Will != nil, Subscriptions: []string{}, InboundAwaiting: []uint16{}, Outbound: []Outbound{}}
+	if at := s.Record.DisconnectedAt; at != 0 {
+		t := time.Unix(0, at).UTC()
+		out.DisconnectedAt = &t
+	}
+	for _, sub := range s.Subscriptions {
+		out.Subscriptions = append(out.Subscriptions, fmt.Sprintf("%s qos=%d", sub.Filter, sub.QoS))
+	}
+	for _, in := range s.Inbound {
+		out.InboundAwaiting = append(out.InboundAwaiting, in.PacketID)
+	}
+	for _, o := range s.Outbound {
+		out.Outbound = append(out.Outbound, Outbound{PacketID: o.PacketID, State: o.State.String(), QoS: o.QoS})
+	}
+	return out
+}
+
+// writeText prints the report for a terminal: one block per session, then the file.
+func (r Report) writeText(w io.Writer) {
+	for _, s := range r.Sessions {
+		fmt.Fprintf(w, "session %q\n", s.ClientID)
+		fmt.Fprintf(w, "  username:        n/a (not stored)\n  online:          n/a (broker stopped)\n")
+		fmt.Fprintf(w, "  protocol:        %s\n", protocolName(s.ProtocolVersion))
+		fmt.Fprintf(w, "  expiry:          %s\n", expiryText(s))
+		fmt.Fprintf(w, "  subscriptions:   %s\n", listText(s.Subscriptions))
+		ids := make([]string, len(s.InboundAwaiting))
+		for i, id := range s.InboundAwaiting {
+			ids[i] = fmt.Sprint(id)
+		}
+		fmt.Fprintf(w, "  inbound awaiting PUBREL: %s\n", listText(ids))
+		outs := make([]string, len(s.Outbound))
+		for i, o := range s.Outbound {
+			outs[i] = fmt.Sprintf("%d %s qos=%d", o.PacketID, o.State, o.QoS)
+		}
+		fmt.Fprintf(w, "  outbound in flight:      %s\n", listText(outs))
+		fmt.Fprintf(w, "  queued:          %d messages, %d bytes\n", s.Queued, s.QueuedBytes)
+	}
+	fmt.Fprintf(w, "sessions: %d\nretained messages: %d\n", len(r.Sessions), r.Retained)
+	fmt.Fprintf(w, "file: %d bytes, %d pages of %d bytes free\n", r.FileSize, r.FreePages, r.PageSize)
+	if len(r.ExpiredSessions)+r.BrokenEntries+r.OrphanMessages > 0 {
+		fmt.Fprintf(w, "the next start removes: expired sessions %s, %d broken entries, %d orphan messages\n",
+			listText(r.ExpiredSessions), r.BrokenEntries, r.OrphanMessages)
+	}
+}
+
+func protocolName(v byte) string {
+	if v == 5 {
+		return "5.0"
+	}
+	return "3.1.1"
+}
+
+func expiryText(s Session) string {
+	interval := fmt.Sprintf("%ds", s.ExpiryInterval)
+	if s.ExpiryInterval == 0xFFFFFFFF {
+		interval = "never"
+	}
+	if s.DisconnectedAt == nil {
+		return interval + " after disconnect (connected when the broker stopped)"
+	}
+	return fmt.Sprintf("%s after disconnect at %s", interval, s.DisconnectedAt.Format(time.RFC3339))
+}
+
+func listText(items []string) string {
+	if len(items) == 0 {
+		return "none"
+	}
+	return strings.Join(items, ", ")
+}
