@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -145,11 +146,15 @@ func (j *Journal) process(round []submitted) {
 	}
 	var err error
 	if ops > 0 {
+		start := time.Now()
 		err = j.commit(round, invalid)
 		if err != nil {
 			err = j.fail(err)
 		} else {
 			j.commits.Add(1)
+			if j.onCommit != nil {
+				j.onCommit(ops, time.Since(start))
+			}
 		}
 	}
 	if err == nil {

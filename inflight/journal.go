@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -24,6 +25,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Now returns the current time in unix nanoseconds; nil means time.Now. Tests shift it.
 	Now func() int64
+	// OnCommit, if set, is told of every commit the committer made: how many records it wrote and
+	// how long the bbolt transaction took, its sync included. It runs on the committer goroutine,
+	// between the commit and the done callbacks, so it must be quick (a histogram's Observe).
+	OnCommit func(records int, took time.Duration)
 }
 
 // Recovered is the durable state read by Open, for the session layer to rebuild its working copy.
@@ -62,7 +67,9 @@ type Journal struct {
 	path string
 	db   *bolt.DB
 	log  *slog.Logger
-	seq  atomic.Uint64 // last message sequence handed out
+	// onCommit is Options.OnCommit; nil when no one watches.
+	onCommit func(records int, took time.Duration)
+	seq      atomic.Uint64 // last message sequence handed out
 
 	mu         sync.Mutex  // guards following
 	pending    []submitted // submitted, not yet taken by the committer

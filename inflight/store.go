@@ -49,11 +49,12 @@ func Open(path string, opts *Options) (*Journal, *Recovered, error) {
 		return nil, nil, err
 	}
 	j := &Journal{
-		path:    path,
-		db:      db,
-		log:     o.Logger,
-		wake:    make(chan struct{}, 1),
-		stopped: make(chan struct{}),
+		path:     path,
+		db:       db,
+		log:      o.Logger,
+		onCommit: o.OnCommit,
+		wake:     make(chan struct{}, 1),
+		stopped:  make(chan struct{}),
 	}
 	rec, lastSeq, err := j.recoverState(pre, now)
 	if err != nil {
