@@ -39,6 +39,9 @@ type Server struct {
 	background   sync.WaitGroup // the drop report
 	stopReport   chan struct{}
 
+	traffic  traffic       // counters for Stats
+	recovery time.Duration // how long New took to open and read the state file
+
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -50,10 +53,12 @@ type Server struct {
 func New(opts Options) (*Server, error) {
 	opts.setDefaults()
 	path := filepath.Join(opts.DataDir, DataFile)
-	j, rec, err := inflight.Open(path, &inflight.Options{NoSync: opts.NoSync, Logger: opts.Logger})
+	start := time.Now()
+	j, rec, err := inflight.Open(path, &inflight.Options{NoSync: opts.NoSync, Logger: opts.Logger, OnCommit: opts.OnCommit})
 	if err != nil {
 		return nil, err
 	}
+	recovery := time.Since(start)
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		opts:       opts,
@@ -64,13 +69,15 @@ func New(opts Options) (*Server, error) {
 		listeners:  make(map[net.Listener]struct{}),
 		conns:      make(map[*conn]struct{}),
 		stopReport: make(chan struct{}),
+		recovery:   recovery,
 	}
 	sopts := session.Options{MaxQueued: opts.MaxQueued, Logger: opts.Logger, OnDrop: opts.Events.Drop}
 	if opts.Authorizer != nil {
 		sopts.MayRead = opts.Authorizer.CanRead
 	}
 	s.broker = session.New(j, rec, sopts)
-	s.background.Go(func() { reportLoop(s.log, &s.broker.Metrics, s.stopReport) })
+	report := s.dropReport()
+	s.background.Go(func() { report.run(s.stopReport) })
 	return s, nil
 }
 
@@ -110,6 +117,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			return fmt.Errorf("accept on %s: %w", ln.Addr(), err)
 		}
 		backoff = 0
+		s.traffic.accepted.Add(1)
 		s.start(newConn(s, nc, ln.Addr()))
 	}
 }
