@@ -18,12 +18,17 @@ type config struct {
 	Sync      string     // "always" or "none"
 	LogLevel  slog.Level // debug, info, warn or error
 	MaxQueued int        // >= 1
+	LogFormat string     // "text" or "json"
+
+	HTTPListen     string // host:port of the admin listener; "" for none
+	AdminTokenFile string // file holding the admin API's bearer token; "" for none
+	Pprof          bool   // serve /debug/pprof/ on the admin listener
 }
 
 // option is one setting of serve: a flag, the environment variable that also sets it, and the
 // parser shared by both. The order is the order of the usage text.
 type option struct {
-	flag, env, arg, def, help string
+	flag, env, arg, def, help string // arg "": a flag given without a value, like --pprof; its variable says true or false
 	set                       func(c *config, v string) error
 }
 
@@ -34,6 +39,12 @@ var options = []option{
 		"but an OS crash or power loss can lose recent commits or corrupt the store", setSync},
 	{"log-level", "ONCEMQ_LOG_LEVEL", "LEVEL", "info", "debug, info, warn or error", setLogLevel},
 	{"max-queued", "ONCEMQ_MAX_QUEUED", "N", "10000", "most messages queued per session (offline, or over its Receive Maximum)", setMaxQueued},
+	{"log-format", "ONCEMQ_LOG_FORMAT", "FORMAT", "text", "text (key=value) or json (one object a line), start-up errors included", setLogFormat},
+	{"http-listen", "ONCEMQ_HTTP_LISTEN", "ADDR", "", "address of the HTTP admin listener (/metrics, /healthz, /readyz, the admin API);\n" +
+		"off when empty", setHTTPListen},
+	{"admin-token", "ONCEMQ_ADMIN_TOKEN", "FILE", "", "file holding the bearer token of the admin API (/admin/...);\n" +
+		"without it only /metrics, /healthz and /readyz are served", setAdminTokenFile},
+	{"pprof", "ONCEMQ_PPROF", "", "false", "serve /debug/pprof/ on the admin listener (needs --admin-token off loopback)", setPprof},
 }
 
 // parseConfig reads serve's flags from args and, for each flag not given, its environment
@@ -53,13 +64,18 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	fs.Usage = func() {}
 	var badFlag error // the flag package's own message for a bad value says "-name", not "--name"
 	for _, o := range options {
-		fs.Func(o.flag, o.help, func(v string) error {
+		set := func(v string) error {
 			err := o.set(&cfg, v)
 			if err != nil {
 				badFlag = fmt.Errorf("invalid value %q for flag --%s: %v", v, o.flag, err)
 			}
 			return err
-		})
+		}
+		if o.arg == "" {
+			fs.BoolFunc(o.flag, o.help, set)
+		} else {
+			fs.Func(o.flag, o.help, set)
+		}
 	}
 	if err := fs.Parse(args); err != nil {
 		switch msg := err.Error(); {
@@ -160,5 +176,38 @@ func setMaxQueued(c *config, v string) error {
 		return errors.New("want a whole number of at least 1")
 	}
 	c.MaxQueued = n
+	return nil
+}
+
+func setLogFormat(c *config, v string) error {
+	switch strings.ToLower(v) {
+	case "text", "json":
+		c.LogFormat = strings.ToLower(v)
+		return nil
+	}
+	return errors.New("want text or json")
+}
+
+func setHTTPListen(c *config, v string) error {
+	if v != "" {
+		if err := setListen(&config{}, v); err != nil {
+			return err
+		}
+	}
+	c.HTTPListen = v
+	return nil
+}
+
+func setAdminTokenFile(c *config, v string) error {
+	c.AdminTokenFile = v
+	return nil
+}
+
+func setPprof(c *config, v string) error {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return errors.New("want true or false")
+	}
+	c.Pprof = b
 	return nil
 }

@@ -14,7 +14,7 @@ func envOf(m map[string]string) func(string) string {
 }
 
 func defaults() config {
-	return config{Listen: "127.0.0.1:1883", DataDir: "./data", Sync: "always", LogLevel: slog.LevelInfo, MaxQueued: 10000}
+	return config{Listen: "127.0.0.1:1883", DataDir: "./data", Sync: "always", LogLevel: slog.LevelInfo, MaxQueued: 10000, LogFormat: "text"}
 }
 
 func TestParseServeConfig(t *testing.T) {
@@ -44,12 +44,18 @@ func TestParseServeConfig(t *testing.T) {
 		{"flag max queued", []string{"--max-queued=1"}, nil, with(func(c *config) { c.MaxQueued = 1 })},
 		{"flag given twice, last wins", []string{"--sync", "none", "--sync", "always"}, nil, defaults()},
 		{"all flags", []string{"--listen", "0.0.0.0:1884", "--data", "d", "--sync", "none", "--log-level", "warn", "--max-queued", "7"}, nil,
-			config{Listen: "0.0.0.0:1884", DataDir: "d", Sync: "none", LogLevel: slog.LevelWarn, MaxQueued: 7}},
+			config{Listen: "0.0.0.0:1884", DataDir: "d", Sync: "none", LogLevel: slog.LevelWarn, MaxQueued: 7, LogFormat: "text"}},
 
+		{"admin flags", []string{"--log-format", "json", "--http-listen", "127.0.0.1:9100", "--admin-token", "tok", "--pprof"}, nil,
+			with(func(c *config) {
+				c.LogFormat, c.HTTPListen, c.AdminTokenFile, c.Pprof = "json", "127.0.0.1:9100", "tok", true
+			})},
+		{"admin env", nil, map[string]string{"ONCEMQ_LOG_FORMAT": "JSON", "ONCEMQ_HTTP_LISTEN": ":9100", "ONCEMQ_PPROF": "true"},
+			with(func(c *config) { c.LogFormat, c.HTTPListen, c.Pprof = "json", ":9100", true })},
 		{"flags beat env",
 			[]string{"--listen", ":2", "--data", "f", "--sync", "always", "--log-level", "info", "--max-queued", "3"},
 			map[string]string{"ONCEMQ_LISTEN": ":1", "ONCEMQ_DATA": "e", "ONCEMQ_SYNC": "none", "ONCEMQ_LOG_LEVEL": "debug", "ONCEMQ_MAX_QUEUED": "9"},
-			config{Listen: ":2", DataDir: "f", Sync: "always", LogLevel: slog.LevelInfo, MaxQueued: 3}},
+			config{Listen: ":2", DataDir: "f", Sync: "always", LogLevel: slog.LevelInfo, MaxQueued: 3, LogFormat: "text"}},
 		{"flag beats env, others from env",
 			[]string{"--sync", "always"},
 			map[string]string{"ONCEMQ_SYNC": "none", "ONCEMQ_DATA": "e"},

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/oncemq/oncemq/cmd/oncemq/internal/admin"
 	"github.com/oncemq/oncemq/cmd/oncemq/internal/cli"
 	"github.com/oncemq/oncemq/mqtt"
 )
@@ -49,7 +50,7 @@ func Main(args []string, env cli.Env) int {
 		return cli.UsageError(env.Stderr, "oncemq serve", err.Error(), "oncemq serve --help")
 	}
 
-	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	log := newLogger(env.Stderr, cfg)
 	slog.SetDefault(log)
 	tuneGC()
 	stopTrimming := startTrimming()
@@ -60,25 +61,40 @@ func Main(args []string, env cli.Env) int {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 
-	srv, ln, err := newServer(cfg, log)
+	adm, stopAdmin, err := startAdmin(cfg, log)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "oncemq: %v\n", err)
+		log.Error("oncemq cannot start", "err", err)
 		return cli.ExitFailure
+	}
+	defer stopAdmin()
+	srv, ln, err := newServer(cfg, log, adm)
+	if err != nil {
+		log.Error("oncemq cannot start", "err", err)
+		return cli.ExitFailure
+	}
+	listening := func(bool) {}
+	if adm != nil {
+		adm.SetServer(srv)
+		listening = adm.SetListening
 	}
 	log.Info("oncemq started", "version", env.Version, "listen", ln.Addr().String(), "data", cfg.DataDir,
 		"sync", cfg.Sync, "max_queued", cfg.MaxQueued)
-	return serveUntilSignal(srv, ln, sigs, log)
+	return serveUntilSignal(srv, ln, sigs, log, listening)
 }
 
 // newServer opens the store and binds the listener: the one place that knows how package mqtt is
 // configured.
-func newServer(cfg config, log *slog.Logger) (*mqtt.Server, net.Listener, error) {
-	srv, err := mqtt.New(mqtt.Options{
+func newServer(cfg config, log *slog.Logger, adm *admin.Admin) (*mqtt.Server, net.Listener, error) {
+	opts := mqtt.Options{
 		DataDir:   cfg.DataDir,
 		NoSync:    cfg.Sync == "none",
 		MaxQueued: cfg.MaxQueued,
 		Logger:    log,
-	})
+	}
+	if adm != nil {
+		opts.OnCommit = adm.OnCommit
+	}
+	srv, err := mqtt.New(opts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -91,10 +107,15 @@ func newServer(cfg config, log *slog.Logger) (*mqtt.Server, net.Listener, error)
 }
 
 // serveUntilSignal serves until a signal comes, or Serve fails, then shuts the broker down and
-// returns the exit code.
-func serveUntilSignal(srv *mqtt.Server, ln net.Listener, sigs <-chan os.Signal, log *slog.Logger) int {
+// returns the exit code. listening is told when the listener starts and stops being served.
+func serveUntilSignal(srv *mqtt.Server, ln net.Listener, sigs <-chan os.Signal, log *slog.Logger, listening func(bool)) int {
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	listening(true)
+	go func() {
+		err := srv.Serve(ln)
+		listening(false)
+		served <- err
+	}()
 
 	code, serveReturned := cli.ExitOK, false
 	select {
