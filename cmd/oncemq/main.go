@@ -8,7 +8,9 @@ package main
 import (
 	"os"
 
+	"github.com/oncemq/oncemq/cmd/oncemq/internal/backup"
 	"github.com/oncemq/oncemq/cmd/oncemq/internal/cli"
+	"github.com/oncemq/oncemq/cmd/oncemq/internal/health"
 	"github.com/oncemq/oncemq/cmd/oncemq/internal/serve"
 	"github.com/oncemq/oncemq/cmd/oncemq/internal/torture"
 )
@@ -29,6 +31,8 @@ type command struct {
 var commands = []command{
 	{"serve", "run the broker (the default command)", serve.Main},
 	{"torture", "kill -9 a child broker under QoS 2 load and check exactly-once delivery", torture.Main},
+	{"health", "exit 0 if a running broker is ready (its /readyz), 1 if not: for container health checks", health.Main},
+	{"backup", "save a consistent copy of a running broker's store (its /admin/backup) to a file", backup.Main},
 }
 
 // defaultCommand runs when the first argument is a flag or there are no arguments.
