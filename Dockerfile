@@ -26,8 +26,10 @@ COPY --from=build /out/oncemq /oncemq
 COPY --from=build --chown=65532:65532 /out/data /data
 USER 65532:65532
 VOLUME ["/data"]
-ENV ONCEMQ_LISTEN=:1883 ONCEMQ_DATA=/data
-EXPOSE 1883
+ENV ONCEMQ_LISTEN=:1883 ONCEMQ_DATA=/data ONCEMQ_HTTP_LISTEN=:9100
+EXPOSE 1883 9100
+# The image has no shell or curl: the binary probes its own /readyz (ONCEMQ_HTTP_LISTEN).
+HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 CMD ["/oncemq", "health"]
 # SIGTERM (docker stop) shuts down cleanly within 10 s; docker stop waits 10 s by default, so
 # give it more with: docker stop -t 15, or stop_grace_period in compose.
 STOPSIGNAL SIGTERM
