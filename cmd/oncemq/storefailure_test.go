@@ -71,6 +71,11 @@ func TestStoreFailureRefusesQoS12(t *testing.T) {
 	if !b.Running() {
 		t.Fatalf("the broker died instead of refusing: %v", b.Proc().Exit())
 	}
+	// The broker logged the failure before it answered, but its output reaches the test through a
+	// pipe: wait for it.
+	for deadline := time.Now().Add(rawExpectTimeout); !strings.Contains(b.Log(), "file too large") && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if log := b.Log(); !strings.Contains(log, "file too large") {
 		t.Fatalf("the broker's log does not show the EFBIG that should have failed the store:\n%s", log)
 	}
