@@ -155,7 +155,11 @@ func (j *Journal) process(round []submitted) {
 			err = j.fail(err)
 		} else {
 			j.commits.Add(1)
-			j.latency.observe(time.Since(start))
+			took := time.Since(start)
+			j.latency.observe(took)
+			if j.onCommit != nil {
+				j.onCommit(ops, took)
+			}
 		}
 	}
 	if err == nil {

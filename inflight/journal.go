@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -29,6 +30,10 @@ type Options struct {
 	// from then on (ErrFailed wrapping ErrDiskFull or ErrIO). It runs on the committer goroutine
 	// before the failed batches' done callbacks: it must not block and must not call Close.
 	OnFail func(error)
+	// OnCommit, if set, is told of every commit the committer made: how many records it wrote and
+	// how long the bbolt transaction took, its sync included. It runs on the committer goroutine,
+	// between the commit and the done callbacks, so it must be quick (a histogram's Observe).
+	OnCommit func(records int, took time.Duration)
 }
 
 // Recovered is the durable state read by Open, for the session layer to rebuild its working copy.
@@ -70,7 +75,9 @@ type Journal struct {
 	path string
 	db   *bolt.DB
 	log  *slog.Logger
-	seq  atomic.Uint64 // last message sequence handed out
+	// onCommit is Options.OnCommit; nil when no one watches.
+	onCommit func(records int, took time.Duration)
+	seq      atomic.Uint64 // last message sequence handed out
 
 	onFail func(error) // Options.OnFail
 

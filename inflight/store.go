@@ -52,12 +52,13 @@ func Open(path string, opts *Options) (*Journal, *Recovered, error) {
 		return nil, nil, err
 	}
 	j := &Journal{
-		path:    path,
-		db:      db,
-		log:     o.Logger,
-		onFail:  o.OnFail,
-		wake:    make(chan struct{}, 1),
-		stopped: make(chan struct{}),
+		path:     path,
+		db:       db,
+		log:      o.Logger,
+		onFail:   o.OnFail,
+		onCommit: o.OnCommit,
+		wake:     make(chan struct{}, 1),
+		stopped:  make(chan struct{}),
 	}
 	rec, lastSeq, err := j.recoverState(pre, now)
 	if err != nil {

@@ -59,6 +59,8 @@ type conn struct {
 	info          *Client           // the client as the hooks see it, once authenticated
 	maxPacketSize uint32            // the client's; 0 unlimited
 	keepAlive     time.Duration     // 1.5 x the client's Keep Alive; 0 none
+	keepAliveSecs uint16            // the client's Keep Alive, for the connect log
+	cleanStart    bool              // the CONNECT's Clean Start, for the connect log
 	aliases       map[uint16]string // inbound topic aliases; reader only
 
 	qos1Pending atomic.Int32 // QoS 1 PUBLISHes received whose PUBACK is not sent yet
@@ -143,6 +145,7 @@ func (c *conn) Send(pk packets.Packet) {
 	}
 	if len(c.queue) >= maxQueuedPackets && pk.FixedHeader.Type == packets.Publish && pk.FixedHeader.Qos == 0 {
 		c.dropped.Add(1)
+		c.srv.traffic.qos0Overflow.Add(1)
 		return
 	}
 	if c.queue == nil {
@@ -251,5 +254,9 @@ func (c *conn) encode(buf *bytes.Buffer, pk *packets.Packet) {
 	pk.ProtocolVersion = c.version
 	if err := wire.Encode(buf, pk); err != nil {
 		c.log().Error("encode failed", slog.String("packet", packets.PacketNames[pk.FixedHeader.Type]), slog.Any("err", err))
+		return
+	}
+	if pk.FixedHeader.Type == packets.Publish {
+		c.srv.traffic.publishSent(pk.FixedHeader.Qos, len(pk.Payload))
 	}
 }

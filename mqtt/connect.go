@@ -145,6 +145,7 @@ func (c *conn) connectRequest(pk *packets.Packet) (session.ConnectRequest, packe
 	}
 	c.clientID = clientID
 	c.maxPacketSize = req.MaxPacketSize
+	c.keepAliveSecs, c.cleanStart = cp.Keepalive, cp.Clean
 	keepAlive := time.Duration(cp.Keepalive) * time.Second
 	c.keepAlive = keepAlive + keepAlive/2 // [MQTT-3.1.2-22]
 	if c.version == 5 {
@@ -238,6 +239,7 @@ func (c *conn) openSession(req session.ConnectRequest, props packets.Properties)
 		}
 		return errConnectRefused
 	}
+	c.logConnect(sessionPresent)
 	if ev := c.srv.opts.Events.Connect; ev != nil {
 		ev(c.info, sessionPresent)
 	}
@@ -246,7 +248,8 @@ func (c *conn) openSession(req session.ConnectRequest, props packets.Properties)
 
 // refuseConnect answers a CONNECT with a failure code and tells the ConnectRefused event.
 func (c *conn) refuseConnect(code ReasonCode, err error) {
-	c.log().Info("connect refused", slog.String("reason", code.String()), slog.Any("err", err))
+	c.srv.traffic.connectRefused(code)
+	c.logRefused(code, err)
 	c.sendConnack(code, false, packets.Properties{})
 	if ev := c.srv.opts.Events.ConnectRefused; ev != nil {
 		ev(&Client{ID: c.clientID, ProtocolVersion: c.version, Listener: c.listener, RemoteAddr: c.nc.RemoteAddr()}, code, err)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/oncemq/oncemq/inflight"
 	"github.com/oncemq/oncemq/session"
@@ -30,10 +31,15 @@ type engine struct {
 // openEngine opens the store with the full start-up recovery and rebuilds the sessions from it.
 func (s *Server) openEngine() (*engine, error) {
 	path := filepath.Join(s.opts.DataDir, DataFile)
-	j, rec, err := inflight.Open(path, &inflight.Options{NoSync: s.opts.NoSync, Logger: s.log, OnFail: s.storeFailed})
+	start := time.Now()
+	j, rec, err := inflight.Open(path, &inflight.Options{NoSync: s.opts.NoSync, Logger: s.log, OnFail: s.storeFailed,
+		OnCommit: s.opts.OnCommit})
 	if err != nil {
 		return nil, err
 	}
+	s.mu.Lock()
+	s.recovery = time.Since(start)
+	s.mu.Unlock()
 	sopts := session.Options{MaxQueued: s.opts.MaxQueued, Logger: s.log, OnDrop: s.opts.Events.Drop, Metrics: &s.metrics,
 		Dedup: s.dedup}
 	if s.opts.Authorizer != nil {

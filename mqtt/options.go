@@ -68,6 +68,11 @@ type Options struct {
 	Authorizer Authorizer
 	// Events are called as clients come and go; every field may be nil.
 	Events Events
+	// OnCommit, if set, is told of every commit to the state file: how many records it wrote and how
+	// long the transaction took, its sync included (a metrics histogram). It runs on the one
+	// goroutine that commits, before the acknowledgements that wait for the commit are sent: it must
+	// be quick and must not call back into the Server.
+	OnCommit func(records int, took time.Duration)
 }
 
 func (o *Options) setDefaults() {

@@ -44,6 +44,7 @@ func (c *conn) handlePublish(pk *packets.Packet) error {
 		return protocolViolation("payload format indicator > 1")
 	}
 
+	c.srv.traffic.publishReceived(pk.FixedHeader.Qos, len(pk.Payload))
 	props := pk.Properties
 	props.TopicAlias, props.TopicAliasFlag = 0, false
 	now := time.Now().UnixNano()

@@ -155,22 +155,30 @@ func isCodecError(err error) bool {
 }
 
 func (c *conn) logEnd(err error) {
-	if isNetworkEnd(err) {
+	if isNetworkEnd(err) || errors.Is(err, errConnectRefused) { // a refusal has its own line
 		c.log().Debug("connection ended", slog.Any("err", err))
 		return
 	}
 	c.log().Info("closing connection", slog.Any("err", err))
 }
 
-// disconnectEvent tells the Disconnect event how an accepted connection ended.
+// disconnectEvent logs how an accepted connection ended and tells the Disconnect event. The reason
+// a broker-side close gives is the first one the connection was closed with (takeover, an operator,
+// shutdown, a protocol error), which may not be the reader's own.
 func (c *conn) disconnectEvent(end connEnd) {
-	ev := c.srv.opts.Events.Disconnect
-	if ev == nil {
-		return
-	}
 	d := Disconnect{ByClient: end.byClient, Reason: end.closeReason, Err: end.err, Duration: time.Since(c.acceptedAt)}
-	if end.byClient {
-		d.Reason = end.clientReason
+	c.mu.Lock()
+	closed := c.closeReason
+	c.mu.Unlock()
+	by := closedByNetwork
+	switch {
+	case end.byClient:
+		d.Reason, by = end.clientReason, closedByClient
+	case closed != 0:
+		d.Reason, by = closed, closedByBroker
 	}
-	ev(c.client(), d)
+	c.logDisconnect(d, by)
+	if ev := c.srv.opts.Events.Disconnect; ev != nil {
+		ev(c.client(), d)
+	}
 }

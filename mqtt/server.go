@@ -33,7 +33,7 @@ type Server struct {
 	cancel context.CancelFunc
 
 	shuttingDown atomic.Bool
-	traffic      traffic
+	traffic      traffic   // counters for Stats, $SYS and the metrics
 	started      time.Time
 	mu           sync.Mutex // guards the following up to connWG
 	listeners    map[net.Listener]struct{}
@@ -46,6 +46,8 @@ type Server struct {
 	connWG       sync.WaitGroup       // one per connection goroutine
 	background   sync.WaitGroup       // the drop report, the store watcher, the $SYS publisher
 	stopReport   chan struct{}
+
+	recovery time.Duration // how long the last opening of the state file took; guarded by mu
 
 	stopOnce sync.Once
 	stopErr  error
@@ -77,11 +79,12 @@ func New(opts Options) (*Server, error) {
 	}
 	s.eng = eng
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.background.Go(func() { reportLoop(s.log, &s.metrics, s.stopReport) })
 	s.background.Go(s.watchStore)
 	if opts.SysInterval > 0 {
 		s.background.Go(func() { s.sysLoop(opts.SysInterval, s.stopReport) })
 	}
+	report := s.dropReport()
+	s.background.Go(func() { report.run(s.stopReport) })
 	return s, nil
 }
 
@@ -125,6 +128,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			return fmt.Errorf("accept on %s: %w", ln.Addr(), err)
 		}
 		backoff = 0
+		s.traffic.accepted.Add(1)
 		s.start(newConn(s, nc, ln.Addr()))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"reflect"
 	"testing"
 	"time"
 
@@ -129,8 +130,21 @@ func TestStats(t *testing.T) {
 	want := mqtt.Stats{Connections: 2, Sessions: 2, SessionsOnline: 2, InboundInFlight: 1, OutboundInFlight: 1, Queued: 1}
 	got := mqtt.Stats{Connections: st.Connections, Sessions: st.Sessions, SessionsOnline: st.SessionsOnline,
 		InboundInFlight: st.InboundInFlight, OutboundInFlight: st.OutboundInFlight, Queued: st.Queued}
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Stats = %+v, want %+v", got, want)
+	}
+	// Traffic: three QoS 2 PUBLISHes in (3+3+15 payload bytes), one out ("one"), "two" queued.
+	if st.Received != [3]uint64{0, 0, 3} || st.ReceivedBytes != [3]uint64{0, 0, 21} {
+		t.Errorf("Stats.Received = %v, bytes %v; want [0 0 3], [0 0 21]", st.Received, st.ReceivedBytes)
+	}
+	if st.Sent != [3]uint64{0, 0, 1} || st.SentBytes != [3]uint64{0, 0, 3} {
+		t.Errorf("Stats.Sent = %v, bytes %v; want [0 0 1], [0 0 3]", st.Sent, st.SentBytes)
+	}
+	if st.QueuedBytes != 3 || st.Accepted != 2 || len(st.Refused) != 0 {
+		t.Errorf("Stats.QueuedBytes = %d, Accepted = %d, Refused = %v; want 3, 2, none", st.QueuedBytes, st.Accepted, st.Refused)
+	}
+	if want := map[string]int{b.Addr(): 2}; !reflect.DeepEqual(st.ConnectionsByListener, want) {
+		t.Errorf("Stats.ConnectionsByListener = %v, want %v", st.ConnectionsByListener, want)
 	}
 	if st.Commits == 0 {
 		t.Errorf("Stats.Commits = 0 after durable work")

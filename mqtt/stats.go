@@ -1,15 +1,25 @@
 package mqtt
 
-import "github.com/oncemq/oncemq/session"
+import (
+	"time"
+
+	"github.com/oncemq/oncemq/session"
+)
 
 // Stats is a snapshot of what the broker holds and has done since it started.
 type Stats struct {
-	Connections      int // open network connections, CONNECT not yet done included
+	Connections int // open network connections, CONNECT not yet done included
+	// ConnectionsByListener is Connections by the address of the listener that accepted them; every
+	// listener being served is there, with 0 when it has none.
+	ConnectionsByListener map[string]int
+	Accepted              uint64                // connections accepted since start
+	Refused               map[ReasonCode]uint64 // CONNECTs refused since start, by CONNACK reason code
 	Sessions         int // sessions held, online or not
 	SessionsOnline   int // sessions with a connection
 	InboundInFlight  int // QoS 2 packet ids from clients awaiting PUBREL
 	OutboundInFlight int // QoS 1 and 2 packet ids to clients awaiting PUBACK, PUBREC or PUBCOMP
 	Queued           int // messages waiting in session queues
+	QueuedBytes      int // their payloads, in bytes
 	Retained         int // retained messages (in the store; the $SYS ones are not counted)
 	Subscriptions    int // subscriptions, one per session and filter
 
@@ -21,6 +31,14 @@ type Stats struct {
 	PublishRefused   uint64 // PUBLISHes the Authorizer's CanPublish refused (not routed)
 	NotOwner         uint64 // CONNECTs refused: the client id's session belongs to another user
 	SessionsExpired  uint64
+	// QoS 0 deliveries dropped because a connection's outgoing queue was full (a client that does
+	// not read).
+	DroppedQoS0Overflow uint64
+
+	// PUBLISH packets since start, by QoS (index 0, 1, 2), and their payload bytes: received from
+	// clients (resends included), and written to clients (resends with DUP included).
+	Received, ReceivedBytes [3]uint64
+	Sent, SentBytes         [3]uint64
 
 	// Duplicate PUBLISHes answered and not routed, by what recognised them: a QoS 2 packet id
 	// still awaiting PUBREL, or a dedup id in the window (Options.DedupProperty).
@@ -39,6 +57,10 @@ type Stats struct {
 	// the store reopened after a full disk (see Server.Readiness).
 	StoreFailures uint64
 	StoreHeals    uint64
+	// StoreFailed is true while the store takes no change: failed, being healed, or failed for good.
+	StoreFailed bool
+	// Recovery is how long the last opening of the state file took, reading it back included.
+	Recovery time.Duration
 
 	// What crossed the wire since start. A packet is counted when read whole, or when written.
 	PacketsReceived uint64 // MQTT packets of every type read from clients
@@ -47,12 +69,14 @@ type Stats struct {
 	PublishSent     uint64 // PUBLISH packets written
 	BytesReceived   uint64 // bytes of the packets read
 	BytesSent       uint64 // bytes written
+
 }
 
 // Stats reports what the broker holds and has done. It takes the broker's lock briefly.
 func (s *Server) Stats() Stats {
+	byListener := s.connectionsByListener()
 	s.mu.Lock()
-	conns, eng, js := len(s.conns), s.eng, s.retired
+	eng, js, recovery := s.eng, s.retired, s.recovery
 	s.mu.Unlock()
 	var bs session.Stats
 	if eng != nil {
@@ -63,37 +87,54 @@ func (s *Server) Stats() Stats {
 			js.CommitLatency[i] += cur.CommitLatency[i]
 		}
 	}
-	return Stats{
-		Connections:          conns,
-		Sessions:             bs.Sessions,
-		SessionsOnline:       bs.SessionsOnline,
-		InboundInFlight:      bs.InboundAwaitingPubrel,
-		OutboundInFlight:     bs.OutboundInFlight,
-		Queued:               bs.Queued,
-		Retained:             bs.Retained,
-		Subscriptions:        bs.Subscriptions,
-		DroppedQueueFull:     s.metrics.QueueOverflow.Load(),
-		DroppedExpired:       s.metrics.Expired.Load(),
-		DroppedTooLarge:      s.metrics.TooLarge.Load(),
-		NotAuthorized:        s.metrics.NotAuthorized.Load(),
-		PublishRefused:       s.metrics.PublishRefused.Load(),
-		NotOwner:             s.metrics.NotOwner.Load(),
-		SessionsExpired:      s.metrics.SessionsExpired.Load(),
-		DuplicatesByPacketID: s.metrics.DuplicatesByPacketID.Load(),
-		DuplicatesByDedupID:  s.metrics.DuplicatesByDedupID.Load(),
-		DedupIDs:             bs.DedupIDs,
-		Commits:              js.Commits,
-		Batches:              js.Batches,
-		Records:              js.Ops,
-		CommitFailures:       s.metrics.CommitFailures.Load(),
-		CommitLatency:        LatencyHistogram(js.CommitLatency),
-		StoreFailures:        s.storeFailures.Load(),
-		StoreHeals:           s.heals.Load(),
-		PacketsReceived:      s.traffic.packetsIn.Load(),
-		PacketsSent:          s.traffic.packetsOut.Load(),
-		PublishReceived:      s.traffic.publishIn.Load(),
-		PublishSent:          s.traffic.publishOut.Load(),
-		BytesReceived:        s.traffic.bytesIn.Load(),
-		BytesSent:            s.traffic.bytesOut.Load(),
+	_, unavailable := s.engine()
+	st := Stats{
+		ConnectionsByListener: byListener,
+		Sessions:              bs.Sessions,
+		SessionsOnline:        bs.SessionsOnline,
+		InboundInFlight:       bs.InboundAwaitingPubrel,
+		OutboundInFlight:      bs.OutboundInFlight,
+		Queued:                bs.Queued,
+		QueuedBytes:           bs.QueuedBytes,
+		Retained:              bs.Retained,
+		Subscriptions:         bs.Subscriptions,
+		DroppedQueueFull:      s.metrics.QueueOverflow.Load(),
+		DroppedExpired:        s.metrics.Expired.Load(),
+		DroppedTooLarge:       s.metrics.TooLarge.Load(),
+		NotAuthorized:         s.metrics.NotAuthorized.Load(),
+		PublishRefused:        s.metrics.PublishRefused.Load(),
+		NotOwner:              s.metrics.NotOwner.Load(),
+		SessionsExpired:       s.metrics.SessionsExpired.Load(),
+		DuplicatesByPacketID:  s.metrics.DuplicatesByPacketID.Load(),
+		DuplicatesByDedupID:   s.metrics.DuplicatesByDedupID.Load(),
+		DedupIDs:              bs.DedupIDs,
+		Commits:               js.Commits,
+		Batches:               js.Batches,
+		Records:               js.Ops,
+		CommitFailures:        s.metrics.CommitFailures.Load(),
+		CommitLatency:         LatencyHistogram(js.CommitLatency),
+		StoreFailures:         s.storeFailures.Load(),
+		StoreHeals:            s.heals.Load(),
+		StoreFailed:           unavailable != nil,
+		Recovery:              recovery,
 	}
+	for _, n := range byListener {
+		st.Connections += n
+	}
+	s.traffic.fill(&st)
+	return st
+}
+
+// connectionsByListener counts the open connections by the listener that accepted them.
+func (s *Server) connectionsByListener() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := make(map[string]int, len(s.listeners))
+	for ln := range s.listeners {
+		m[ln.Addr().String()] = 0
+	}
+	for c := range s.conns {
+		m[c.listener.String()]++
+	}
+	return m
 }

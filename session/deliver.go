@@ -1,8 +1,6 @@
 package session
 
 import (
-	"log/slog"
-
 	"github.com/mochi-mqtt/server/v2/packets"
 
 	"github.com/oncemq/oncemq/inflight"
@@ -32,9 +30,7 @@ func (b *Broker) deliver(batch *inflight.Batch, s *Session, m *inflight.Message,
 		return
 	}
 	if len(s.queue) >= b.opts.MaxQueued {
-		b.dropped(s.ClientID, m.Topic, QueueFull)
-		b.log.Warn("queue full: message dropped", slog.String("client", s.ClientID),
-			slog.String("topic", m.Topic), slog.Int("max_queued", b.opts.MaxQueued))
+		b.dropped(s.ClientID, m.Topic, QueueFull) // logged in the drop summary, not one line each
 		return
 	}
 	s.queue = append(s.queue, q)
@@ -80,8 +76,6 @@ func (b *Broker) checkSize(s *Session, pk packets.Packet) bool {
 	if fits(pk, s.protocolVersion, s.maxPacketSize) {
 		return true
 	}
-	b.dropped(s.ClientID, pk.TopicName, TooLarge)
-	b.log.Warn("delivery larger than the client's maximum packet size: dropped",
-		slog.String("client", s.ClientID), slog.String("topic", pk.TopicName), slog.Uint64("max", uint64(s.maxPacketSize)))
+	b.dropped(s.ClientID, pk.TopicName, TooLarge) // logged in the drop summary, not one line each
 	return false
 }

@@ -7,6 +7,7 @@ type Stats struct {
 	InboundAwaitingPubrel int // QoS 2 ids received and answered with PUBREC, awaiting PUBREL
 	OutboundInFlight      int // QoS 1/2 deliveries awaiting PUBACK, PUBREC or PUBCOMP
 	Queued                int // messages waiting in session queues
+	QueuedBytes           int // their payloads, in bytes
 	Subscriptions         int // subscriptions, one per session and filter
 	Retained              int // retained messages
 	DedupIDs              int // dedup ids in the window
@@ -54,6 +55,9 @@ func (b *Broker) Stats() Stats {
 		st.InboundAwaitingPubrel += s.inbound.Len()
 		st.OutboundInFlight += s.outbound.Len()
 		st.Queued += len(s.queue)
+		for _, q := range s.queue {
+			st.QueuedBytes += len(q.msg.Payload)
+		}
 	}
 	return st
 }

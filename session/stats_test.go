@@ -31,6 +31,7 @@ func TestStats(t *testing.T) {
 		InboundAwaitingPubrel: 2,
 		OutboundInFlight:      1,
 		Queued:                3,
+		QueuedBytes:           6, // m1, m2 for off; m2 for on
 		Subscriptions:         3,
 		Retained:              1,
 		NotAuthorized:         2,

@@ -8,8 +8,10 @@ package main
 import (
 	"os"
 
+	"github.com/oncemq/oncemq/cmd/oncemq/internal/backup"
 	"github.com/oncemq/oncemq/cmd/oncemq/internal/cli"
 	"github.com/oncemq/oncemq/cmd/oncemq/internal/compact"
+	"github.com/oncemq/oncemq/cmd/oncemq/internal/health"
 	"github.com/oncemq/oncemq/cmd/oncemq/internal/inspect"
 	"github.com/oncemq/oncemq/cmd/oncemq/internal/passwd"
 	"github.com/oncemq/oncemq/cmd/oncemq/internal/serve"
@@ -35,6 +37,8 @@ var commands = []command{
 	{"inspect", "print the sessions, ids and queues a stopped broker's data file holds (read-only)", inspect.Main},
 	{"compact", "rewrite a stopped broker's data file without its free pages", compact.Main},
 	{"torture", "kill -9 a child broker under QoS 2 load and check exactly-once delivery", torture.Main},
+	{"health", "exit 0 if a running broker is ready (its /readyz), 1 if not: for container health checks", health.Main},
+	{"backup", "save a consistent copy of a running broker's store (its /admin/backup) to a file", backup.Main},
 }
 
 // defaultCommand runs when the first argument is a flag or there are no arguments.

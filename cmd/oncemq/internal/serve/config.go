@@ -47,6 +47,12 @@ type config struct {
 	DedupWindow    time.Duration
 	DedupMax       int
 
+	LogFormat string // "text" or "json"
+
+	HTTPListen     string // host:port of the admin listener; "" for none
+	AdminTokenFile string // file holding the admin API's bearer token; "" for none
+	Pprof          bool   // serve /debug/pprof/ on the admin listener
+
 	// origin says where each setting given came from, by flag name ("--tls-cert",
 	// "ONCEMQ_TLS_CERT", "oncemq.yaml:4"), for the errors of checks that span settings.
 	origin map[string]string
@@ -61,7 +67,7 @@ const defaultListen = "127.0.0.1:1883"
 // times: the flag repeated, the variable comma-separated, the key a YAML list; its setter appends.
 // An empty def means unset.
 type option struct {
-	flag, env, arg, def, help string
+	flag, env, arg, def, help string // arg "": a flag given without a value, like --pprof; its variable says true or false
 	set                       func(c *config, v string) error
 }
 
@@ -101,6 +107,12 @@ var options = []option{
 	{"dedup-window", "ONCEMQ_DEDUP_WINDOW", "DURATION", "5m", "how long a dedup id is remembered; 0 turns dedup off", setDedupWindow},
 	{"dedup-max", "ONCEMQ_DEDUP_MAX", "N", "1000000", "most dedup ids remembered, the oldest forgotten first; 0 turns dedup off", setDedupMax},
 	{"sys-interval", "ONCEMQ_SYS_INTERVAL", "DURATION", "10s", "how often $SYS/broker/... topics are published (in memory, never stored); 0 turns them off", setSysInterval},
+	{"log-format", "ONCEMQ_LOG_FORMAT", "FORMAT", "text", "text (key=value) or json (one object a line), start-up errors included", setLogFormat},
+	{"http-listen", "ONCEMQ_HTTP_LISTEN", "ADDR", "", "address of the HTTP admin listener (/metrics, /healthz, /readyz, the admin API);\n" +
+		"off when empty", setHTTPListen},
+	{"admin-token", "ONCEMQ_ADMIN_TOKEN", "FILE", "", "file holding the bearer token of the admin API (/admin/...);\n" +
+		"without it only /metrics, /healthz and /readyz are served", setAdminTokenFile},
+	{"pprof", "ONCEMQ_PPROF", "", "false", "serve /debug/pprof/ on the admin listener (needs --admin-token off loopback)", setPprof},
 }
 
 // allListeners is the address of every listener, of every kind.
@@ -421,5 +433,39 @@ func setSysInterval(c *config, v string) error {
 		return errors.New("want a duration such as 10s or 1m, or 0 to turn $SYS off")
 	}
 	c.SysInterval = d
+	return nil
+}
+
+func setLogFormat(c *config, v string) error {
+	switch strings.ToLower(v) {
+	case "text", "json":
+		c.LogFormat = strings.ToLower(v)
+		return nil
+	}
+	return errors.New("want text or json")
+}
+
+func setHTTPListen(c *config, v string) error {
+	if v != "" {
+		var probe []string
+		if err := appendAddr(func(*config) *[]string { return &probe })(c, v); err != nil {
+			return err
+		}
+	}
+	c.HTTPListen = v
+	return nil
+}
+
+func setAdminTokenFile(c *config, v string) error {
+	c.AdminTokenFile = v
+	return nil
+}
+
+func setPprof(c *config, v string) error {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return errors.New("want true or false")
+	}
+	c.Pprof = b
 	return nil
 }

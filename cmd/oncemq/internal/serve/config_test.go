@@ -21,10 +21,11 @@ func defaults() config {
 	return withDefaults(config{Listen: []string{"127.0.0.1:1883"}, DataDir: "./data", Sync: "always", LogLevel: slog.LevelInfo, MaxQueued: 10000})
 }
 
-// withDefaults is c with the settings that are not part of c at their defaults (dedup, $SYS).
+// withDefaults is c with the settings that are not part of c at their defaults (dedup, $SYS, log format).
 func withDefaults(c config) config {
 	c.DedupProperty, c.DedupScope, c.DedupWindow, c.DedupMax = "dedup-id", "client", 5*time.Minute, 1_000_000
 	c.SysInterval = 10 * time.Second
+	c.LogFormat = "text"
 	return c
 }
 
@@ -73,6 +74,12 @@ func TestParseServeConfig(t *testing.T) {
 		{"flag sys interval 0 is off", []string{"--sys-interval=0"}, nil, with(func(c *config) { c.SysInterval = 0 })},
 		{"env sys interval", nil, map[string]string{"ONCEMQ_SYS_INTERVAL": "1m"}, with(func(c *config) { c.SysInterval = time.Minute })},
 
+		{"admin flags", []string{"--log-format", "json", "--http-listen", "127.0.0.1:9100", "--admin-token", "tok", "--pprof"}, nil,
+			with(func(c *config) {
+				c.LogFormat, c.HTTPListen, c.AdminTokenFile, c.Pprof = "json", "127.0.0.1:9100", "tok", true
+			})},
+		{"admin env", nil, map[string]string{"ONCEMQ_LOG_FORMAT": "JSON", "ONCEMQ_HTTP_LISTEN": ":9100", "ONCEMQ_PPROF": "true"},
+			with(func(c *config) { c.LogFormat, c.HTTPListen, c.Pprof = "json", ":9100", true })},
 		{"flags beat env",
 			[]string{"--listen", ":2", "--data", "f", "--sync", "always", "--log-level", "info", "--max-queued", "3"},
 			map[string]string{"ONCEMQ_LISTEN": ":1", "ONCEMQ_DATA": "e", "ONCEMQ_SYNC": "none", "ONCEMQ_LOG_LEVEL": "debug", "ONCEMQ_MAX_QUEUED": "9"},

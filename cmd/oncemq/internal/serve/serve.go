@@ -9,15 +9,16 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
+	"github.com/oncemq/oncemq/cmd/oncemq/internal/admin"
 	"github.com/oncemq/oncemq/cmd/oncemq/internal/cli"
 	"github.com/oncemq/oncemq/mqtt"
 )
@@ -52,7 +53,7 @@ func Main(args []string, env cli.Env) int {
 		return cli.UsageError(env.Stderr, "oncemq serve", err.Error(), "oncemq serve --help")
 	}
 
-	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	log := newLogger(env.Stderr, cfg)
 	slog.SetDefault(log)
 	tuneGC()
 	stopTrimming := startTrimming()
@@ -66,15 +67,26 @@ func Main(args []string, env cli.Env) int {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 
-	srv, lns, reloaders, err := newServer(cfg, env.Version, log)
+	adm, stopAdmin, err := startAdmin(cfg, log)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "oncemq: %v\n", err)
+		log.Error("oncemq cannot start", "err", err)
 		return cli.ExitFailure
+	}
+	defer stopAdmin()
+	srv, lns, reloaders, err := newServer(cfg, env.Version, log, adm)
+	if err != nil {
+		log.Error("oncemq cannot start", "err", err)
+		return cli.ExitFailure
+	}
+	listening := func(bool) {}
+	if adm != nil {
+		adm.SetServer(srv)
+		listening = adm.SetListening
 	}
 	stopReloads := reloadOnSignal(hup, reloaders, log)
 	defer stopReloads()
 	log.Info("oncemq started", startedAttrs(env.Version, cfg, lns)...)
-	return serveUntilSignal(srv, lns, sigs, log)
+	return serveUntilSignal(srv, lns, sigs, log, listening)
 }
 
 // reloadOnSignal runs the reloaders at every SIGHUP, on a goroutine of its own, until the returned
@@ -117,7 +129,7 @@ func startedAttrs(version string, cfg config, lns []listener) []any {
 // newServer loads the certificates, the users and the access rules, opens the store and binds the
 // listeners: the one place that knows how package mqtt is configured. The reloaders are what
 // SIGHUP runs.
-func newServer(cfg config, version string, log *slog.Logger) (*mqtt.Server, []listener, []reloader, error) {
+func newServer(cfg config, version string, log *slog.Logger, adm *admin.Admin) (*mqtt.Server, []listener, []reloader, error) {
 	certs, err := newCertStore(cfg)
 	if err != nil {
 		return nil, nil, nil, err
@@ -130,7 +142,7 @@ func newServer(cfg config, version string, log *slog.Logger) (*mqtt.Server, []li
 	if certs != nil {
 		reloaders = append(reloaders, reloader{"certificates", certs.reload})
 	}
-	srv, err := mqtt.New(mqtt.Options{
+	opts := mqtt.Options{
 		DataDir:       cfg.DataDir,
 		NoSync:        cfg.Sync == "none",
 		MaxQueued:     cfg.MaxQueued,
@@ -145,7 +157,11 @@ func newServer(cfg config, version string, log *slog.Logger) (*mqtt.Server, []li
 		DedupJSONField: cfg.DedupJSONField,
 		DedupWindow:    offIfZero(cfg.DedupWindow),
 		DedupMax:       offIfZero(cfg.DedupMax),
-	})
+	}
+	if adm != nil {
+		opts.OnCommit = adm.OnCommit
+	}
+	srv, err := mqtt.New(opts)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -166,11 +182,18 @@ func offIfZero[T int | time.Duration](v T) T {
 }
 
 // serveUntilSignal serves every listener until a signal comes, or a Serve fails, then shuts the
-// broker down and returns the exit code.
-func serveUntilSignal(srv *mqtt.Server, lns []listener, sigs <-chan os.Signal, log *slog.Logger) int {
+// broker down and returns the exit code. listening is told when the listeners start being served,
+// and when the first of them stops.
+func serveUntilSignal(srv *mqtt.Server, lns []listener, sigs <-chan os.Signal, log *slog.Logger, listening func(bool)) int {
 	served := make(chan error, len(lns))
+	listening(true)
+	var stopped sync.Once
 	for _, l := range lns {
-		go func() { served <- srv.Serve(l) }()
+		go func() {
+			err := srv.Serve(l)
+			stopped.Do(func() { listening(false) })
+			served <- err
+		}()
 	}
 
 	code, returned := cli.ExitOK, 0
