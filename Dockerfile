@@ -36,11 +36,10 @@ COPY --from=build --chown=65532:65532 /out/data /data
 COPY docker/oncemq.yaml /etc/oncemq/oncemq.yaml
 USER 65532:65532
 VOLUME ["/data"]
-# The admin listener (metrics, health) on :9100; the health check probes its /readyz with the
-# binary itself (the image has no shell or curl). A variable, so that `oncemq health` finds it.
-ENV ONCEMQ_HTTP_LISTEN=:9100
+# docker/oncemq.yaml opens the admin listener (metrics, health) on :9100; the health check probes
+# its /readyz with the binary itself (the image has no shell or curl), on 127.0.0.1:9100.
 EXPOSE 1883 9100
-HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 CMD ["/oncemq", "health"]
+HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 CMD ["/oncemq", "health", "--http", "127.0.0.1:9100"]
 # SIGTERM (docker stop) shuts down cleanly within 10 s; docker stop waits 10 s by default, so
 # give it more with: docker stop -t 15, or stop_grace_period in compose.
 STOPSIGNAL SIGTERM

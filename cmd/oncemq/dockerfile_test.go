@@ -53,8 +53,8 @@ func TestDockerfile(t *testing.T) {
 	if err := json.Unmarshal([]byte(cmd), &argv); err != nil || len(argv) != 3 || argv[0] != "serve" || argv[1] != "--config" {
 		t.Fatalf("CMD %s, want [\"serve\", \"--config\", FILE] (%v)", cmd, err)
 	}
-	if stages != 2 || copied == "" || argv[2] != copied || expose != "1883" {
-		t.Fatalf("stages %d, config copied to %q, CMD's config %q, EXPOSE %q; want 2 stages, the copied config in CMD, 1883",
+	if stages != 2 || copied == "" || argv[2] != copied || expose != "1883 9100" {
+		t.Fatalf("stages %d, config copied to %q, CMD's config %q, EXPOSE %q; want 2 stages, the copied config in CMD, 1883 9100",
 			stages, copied, argv[2], expose)
 	}
 
