@@ -1,8 +1,6 @@
 package session
 
 import (
-	"log/slog"
-
 	"github.com/mochi-mqtt/server/v2/packets"
 
 	"github.com/oncemq/oncemq/inflight"
@@ -26,16 +24,23 @@ func (b *Broker) deliver(batch *inflight.Batch, s *Session, m *inflight.Message,
 		}
 		return
 	}
-	q := &queued{order: s.nextOrder(), qos: qos, msg: m, subIDs: subIDs, retain: retain}
-	if s.connected() && len(s.queue) == 0 && len(s.unsent) == 0 && s.sent < s.receiveMax {
-		b.send(batch, s, q, now, out)
+	if !b.hasRoom(s, m) && !b.makeRoom(batch, s, m) {
+		// Reached only when dropping is allowed: a will, a retained message on SUBSCRIBE, or
+		// Options.QueueFull set to drop. With RefuseWhenFull, route refused the PUBLISH before.
+		s.turnedAway = true
+		b.dropped(s.ClientID, m.Topic, QueueFull)
 		return
 	}
-	if len(s.queue) >= b.opts.MaxQueued {
-		b.dropped(s.ClientID, m.Topic, QueueFull)
-		b.log.Warn("queue full: message dropped", slog.String("client", s.ClientID),
-			slog.String("topic", m.Topic), slog.Int("max_queued", b.opts.MaxQueued))
-		return
+	q := &queued{order: s.nextOrder(), qos: qos, msg: m, subIDs: subIDs, retain: retain}
+	s.hold(m)
+	if s.connected() && len(s.queue) == 0 && len(s.unsent) == 0 && s.sent < s.receiveMax {
+		switch b.send(batch, s, q, now, out) {
+		case sent:
+			return
+		case discarded:
+			s.unhold(m)
+			return
+		}
 	}
 	s.queue = append(s.queue, q)
 	if s.durable() {
@@ -46,16 +51,28 @@ func (b *Broker) deliver(batch *inflight.Batch, s *Session, m *inflight.Message,
 	}
 }
 
+// sendResult is what send did with a message.
+type sendResult int
+
+const (
+	sent      sendResult = iota // in flight now
+	discarded                   // dropped as if delivered (too large for the client)
+	noRoom                      // the connection's write queue is full: the message stays queued
+)
+
 // send assigns q an outbound id, records it in flight and queues the PUBLISH. The caller has
-// checked the send quota. Caller holds b.mu.
-func (b *Broker) send(batch *inflight.Batch, s *Session, q *queued, now int64, out *outbox) {
+// checked the send quota; the connection's write queue may still refuse it. Caller holds b.mu.
+func (b *Broker) send(batch *inflight.Batch, s *Session, q *queued, now int64, out *outbox) sendResult {
 	pk := publishPacket(q.msg, 1, q.qos, false, q.retain, q.subIDs, now)
 	if !b.checkSize(s, pk) { // discarded as if delivered [MQTT-3.1.2-25]
-		return
+		return discarded
+	}
+	if !s.conn.Reserve(PublishCost(&pk)) {
+		return noRoom
 	}
 	id, ok := s.outbound.Allocate()
 	if !ok {
-		return // cannot happen while Receive Maximum <= 65535 bounds the table
+		return noRoom // cannot happen while Receive Maximum <= 65535 bounds the table
 	}
 	pk.PacketID = id
 	e := &inflight.OutboundEntry{
@@ -72,6 +89,7 @@ func (b *Broker) send(batch *inflight.Batch, s *Session, q *queued, now int64, o
 		batch.PutOutbound(s.ClientID, e.OutboundRecord)
 	}
 	out.add(s.conn, pk)
+	return sent
 }
 
 // checkSize reports whether pk fits the client's Maximum Packet Size; a delivery that does not is
@@ -81,7 +99,5 @@ func (b *Broker) checkSize(s *Session, pk packets.Packet) bool {
 		return true
 	}
 	b.dropped(s.ClientID, pk.TopicName, TooLarge)
-	b.log.Warn("delivery larger than the client's maximum packet size: dropped",
-		slog.String("client", s.ClientID), slog.String("topic", pk.TopicName), slog.Uint64("max", uint64(s.maxPacketSize)))
 	return false
 }

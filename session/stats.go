@@ -1,5 +1,7 @@
 package session
 
+import "slices"
+
 // Stats is a snapshot of what the broker holds and what it counted since start.
 type Stats struct {
 	Sessions              int // sessions held, connected or not
@@ -9,6 +11,11 @@ type Stats struct {
 	Queued                int // messages waiting in session queues
 	Subscriptions         int // subscriptions, one per session and filter
 	Retained              int // retained messages
+	RetainedBytes         int64
+	QueuedBytes           int64 // bytes of message bodies held by sessions, queued or in flight
+	// FullSessions are the client ids of the sessions that turned a message away for want of room
+	// since they last freed some, at most MaxFullSessions of them, sorted.
+	FullSessions []string
 
 	// The counters of Metrics.
 	QueueOverflow   uint64
@@ -17,7 +24,12 @@ type Stats struct {
 	NotAuthorized   uint64
 	SessionsExpired uint64
 	CommitFailures  uint64
+	QueueRefused    uint64 // Metrics.QueueFullRefused
+	RetainedFull    uint64
 }
+
+// MaxFullSessions bounds Stats.FullSessions.
+const MaxFullSessions = 100
 
 // Stats counts, under the lock, what the broker holds. It visits every session: call it for a
 // metrics scrape, not per message.
@@ -34,6 +46,9 @@ func (b *Broker) Stats() Stats {
 		NotAuthorized:   b.Metrics.NotAuthorized.Load(),
 		SessionsExpired: b.Metrics.SessionsExpired.Load(),
 		CommitFailures:  b.Metrics.CommitFailures.Load(),
+		QueueRefused:    b.Metrics.QueueFullRefused.Load(),
+		RetainedFull:    b.Metrics.RetainedFull.Load(),
+		RetainedBytes:   b.retainedBytes,
 	}
 	for _, s := range b.sessions {
 		if s.connected() {
@@ -42,6 +57,11 @@ func (b *Broker) Stats() Stats {
 		st.InboundAwaitingPubrel += s.inbound.Len()
 		st.OutboundInFlight += s.outbound.Len()
 		st.Queued += len(s.queue)
+		st.QueuedBytes += s.heldBytes
+		if s.turnedAway && len(st.FullSessions) < MaxFullSessions {
+			st.FullSessions = append(st.FullSessions, s.ClientID)
+		}
 	}
+	slices.Sort(st.FullSessions)
 	return st
 }
