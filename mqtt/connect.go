@@ -33,6 +33,9 @@ func (c *conn) handleConnect() error {
 	if err != nil {
 		return err
 	}
+	if err := c.applyConnectLimits(&pk, &req, &props); err != nil {
+		return err
+	}
 	if err := c.authenticate(deadline, &pk, &req); err != nil {
 		return err
 	}
@@ -50,7 +53,20 @@ func (c *conn) readConnect() (packets.Packet, error) {
 	if hb>>4 != packets.Connect {
 		return packets.Packet{}, protocolViolation("first packet is not CONNECT")
 	}
-	pk, body, err := wire.ReadFrame(hb, c.br, 0, c.srv.opts.MaxPacketSize)
+	held := 0
+	pk, body, err := wire.ReadFrameWith(hb, c.br, 0, c.srv.opts.MaxPacketSize, func(n int) error {
+		if n < budgetFloor {
+			return nil
+		}
+		if err := c.srv.readBudget.acquire(n, time.Now().Add(c.srv.opts.ConnectTimeout)); err != nil {
+			return err
+		}
+		held = n
+		return nil
+	})
+	if held > 0 {
+		c.srv.readBudget.release(held) // the budget bounds what is being read, not what is kept
+	}
 	if errors.Is(err, wire.ErrTooLarge) {
 		return pk, &protocolError{code: reason.PacketTooLarge, msg: err.Error()}
 	}
@@ -188,6 +204,10 @@ func (c *conn) openSession(req session.ConnectRequest, props packets.Properties)
 	var sessionPresent bool
 	c.sess = c.srv.broker.Connect(req, c, func(present bool, err error) {
 		defer func() { acked <- err }()
+		if errors.Is(err, session.ErrTooManySessions) {
+			c.refuseConnect(reason.QuotaExceeded, err) // 3.1.1: 0x03 Server unavailable
+			return
+		}
 		if err != nil {
 			c.log().Error("connect not committed", slog.Any("err", err))
 			c.sendConnack(reason.UnspecifiedError, false, packets.Properties{})
@@ -202,6 +222,7 @@ func (c *conn) openSession(req session.ConnectRequest, props packets.Properties)
 	if err := <-acked; err != nil {
 		return errConnectRefused
 	}
+	c.attach(c.sess)
 	if ev := c.srv.opts.Events.Connect; ev != nil {
 		ev(c.info, sessionPresent)
 	}

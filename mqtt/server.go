@@ -31,6 +31,11 @@ type Server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	readBudget  readBudget    // bytes of the packets being read, over every connection
+	droppedQoS0 atomic.Uint64 // QoS 0 PUBLISHes dropped at a full write queue
+
+	connsClosedAtAccept atomic.Uint64 // connections closed at accept past the hard cap
+
 	shuttingDown atomic.Bool
 	mu           sync.Mutex // guards listeners and conns
 	listeners    map[net.Listener]struct{}
@@ -64,13 +69,19 @@ func New(opts Options) (*Server, error) {
 		listeners:  make(map[net.Listener]struct{}),
 		conns:      make(map[*conn]struct{}),
 		stopReport: make(chan struct{}),
+		readBudget: readBudget{limit: opts.ReadBudgetBytes},
 	}
-	sopts := session.Options{MaxQueued: opts.MaxQueued, Logger: opts.Logger, OnDrop: opts.Events.Drop}
+	sopts := session.Options{MaxQueued: opts.MaxQueued, MaxQueuedBytes: opts.MaxQueuedBytes, QueueFull: opts.QueueFull,
+		MaxSubscriptions: opts.MaxSubscriptions, MaxSessions: opts.MaxSessions, MaxRetained: opts.MaxRetained,
+		MaxRetainedBytes: opts.MaxRetainedBytes, Logger: opts.Logger, OnDrop: opts.Events.Drop}
+	rep := &reporter{log: s.log, qos0: &s.droppedQoS0}
+	sopts.OnRefuse = rep.refused
 	if opts.Authorizer != nil {
 		sopts.MayRead = opts.Authorizer.CanRead
 	}
 	s.broker = session.New(j, rec, sopts)
-	s.background.Go(func() { reportLoop(s.log, &s.broker.Metrics, s.stopReport) })
+	rep.metrics = &s.broker.Metrics
+	s.background.Go(func() { rep.loop(s.stopReport) })
 	return s, nil
 }
 
@@ -121,6 +132,14 @@ func (s *Server) start(c *conn) {
 	if s.shuttingDown.Load() {
 		c.nc.Close()
 		return
+	}
+	if n := len(s.conns); n >= s.opts.MaxConnections {
+		if n >= hardConnectionCap(s.opts.MaxConnections) {
+			c.nc.Close() // a flood: not even its CONNECT is read
+			s.connsClosedAtAccept.Add(1)
+			return
+		}
+		c.overLimit = true
 	}
 	s.conns[c] = struct{}{}
 	s.connWG.Go(func() {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"reflect"
 	"testing"
 	"time"
 
@@ -129,7 +130,7 @@ func TestStats(t *testing.T) {
 	want := mqtt.Stats{Connections: 2, Sessions: 2, SessionsOnline: 2, InboundInFlight: 1, OutboundInFlight: 1, Queued: 1}
 	got := mqtt.Stats{Connections: st.Connections, Sessions: st.Sessions, SessionsOnline: st.SessionsOnline,
 		InboundInFlight: st.InboundInFlight, OutboundInFlight: st.OutboundInFlight, Queued: st.Queued}
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Stats = %+v, want %+v", got, want)
 	}
 	if st.Commits == 0 {
