@@ -18,6 +18,7 @@ type config struct {
 	Sync      string     // "always" or "none"
 	LogLevel  slog.Level // debug, info, warn or error
 	MaxQueued int        // >= 1
+	Limits    limits     // the other bounds on what clients may make the broker hold
 }
 
 // option is one setting of serve: a flag, the environment variable that also sets it, and the
@@ -27,14 +28,14 @@ type option struct {
 	set                       func(c *config, v string) error
 }
 
-var options = []option{
+var options = append([]option{
 	{"listen", "ONCEMQ_LISTEN", "ADDR", "127.0.0.1:1883", "TCP address to listen on; port 0 picks a free port", setListen},
 	{"data", "ONCEMQ_DATA", "DIR", "./data", "data directory, holding oncemq.db", setDataDir},
 	{"sync", "ONCEMQ_SYNC", "MODE", "always", "always: fsync every commit; none: no fsync, faster, survives a process crash\n" +
 		"but an OS crash or power loss can lose recent commits or corrupt the store", setSync},
 	{"log-level", "ONCEMQ_LOG_LEVEL", "LEVEL", "info", "debug, info, warn or error", setLogLevel},
 	{"max-queued", "ONCEMQ_MAX_QUEUED", "N", "10000", "most messages queued per session (offline, or over its Receive Maximum)", setMaxQueued},
-}
+}, limitOptions...)
 
 // parseConfig reads serve's flags from args and, for each flag not given, its environment
 // variable through getenv (an empty variable counts as unset). A flag given on the command line

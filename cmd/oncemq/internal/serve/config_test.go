@@ -7,6 +7,9 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/oncemq/oncemq/mqtt"
 )
 
 func envOf(m map[string]string) func(string) string {
@@ -14,7 +17,32 @@ func envOf(m map[string]string) func(string) string {
 }
 
 func defaults() config {
-	return config{Listen: "127.0.0.1:1883", DataDir: "./data", Sync: "always", LogLevel: slog.LevelInfo, MaxQueued: 10000}
+	return config{Listen: "127.0.0.1:1883", DataDir: "./data", Sync: "always", LogLevel: slog.LevelInfo, MaxQueued: 10000,
+		Limits: defaultLimits}
+}
+
+// defaultLimits are the limits' defaults as the options table states them.
+var defaultLimits = limits{MaxQueuedBytes: 64 << 20, MaxSubscriptions: 1000, MaxSessions: 200000, MaxRetained: 100000,
+	MaxRetainedBytes: 256 << 20, MaxWillSize: 64 << 10, MaxConnections: 100000, WriteQueueBytes: 4 << 20,
+	ReadBudgetBytes: 64 << 20, PacketTimeout: 30 * time.Second, ReceiveMaximum: 1024}
+
+// The limits' flags and sizes parse, and a bad value names its flag.
+func TestParseLimits(t *testing.T) {
+	cfg, err := parseConfig([]string{"--max-queued-bytes=2MiB", "--queue-full=drop-oldest", "--max-connections=5",
+		"--receive-maximum=65535", "--max-keepalive=60", "--max-session-expiry=3600", "--packet-timeout=2s"}, envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := cfg.Limits
+	if l.MaxQueuedBytes != 2<<20 || l.QueueFull != mqtt.QueueFullDropOldest || l.MaxConnections != 5 ||
+		l.ReceiveMaximum != 65535 || l.MaxKeepAlive != 60 || l.MaxSessionExpiry != 3600 || l.PacketTimeout != 2*time.Second {
+		t.Errorf("limits %+v", l)
+	}
+	for _, bad := range []string{"--receive-maximum=65536", "--queue-full=drop", "--max-queued-bytes=1TB", "--max-connections=0"} {
+		if _, err := parseConfig([]string{bad}, envOf(nil)); err == nil || !strings.Contains(err.Error(), strings.SplitN(bad, "=", 2)[0]) {
+			t.Errorf("%s: err %v, want one naming the flag", bad, err)
+		}
+	}
 }
 
 func TestParseServeConfig(t *testing.T) {
@@ -44,12 +72,12 @@ func TestParseServeConfig(t *testing.T) {
 		{"flag max queued", []string{"--max-queued=1"}, nil, with(func(c *config) { c.MaxQueued = 1 })},
 		{"flag given twice, last wins", []string{"--sync", "none", "--sync", "always"}, nil, defaults()},
 		{"all flags", []string{"--listen", "0.0.0.0:1884", "--data", "d", "--sync", "none", "--log-level", "warn", "--max-queued", "7"}, nil,
-			config{Listen: "0.0.0.0:1884", DataDir: "d", Sync: "none", LogLevel: slog.LevelWarn, MaxQueued: 7}},
+			config{Listen: "0.0.0.0:1884", DataDir: "d", Sync: "none", LogLevel: slog.LevelWarn, MaxQueued: 7, Limits: defaultLimits}},
 
 		{"flags beat env",
 			[]string{"--listen", ":2", "--data", "f", "--sync", "always", "--log-level", "info", "--max-queued", "3"},
 			map[string]string{"ONCEMQ_LISTEN": ":1", "ONCEMQ_DATA": "e", "ONCEMQ_SYNC": "none", "ONCEMQ_LOG_LEVEL": "debug", "ONCEMQ_MAX_QUEUED": "9"},
-			config{Listen: ":2", DataDir: "f", Sync: "always", LogLevel: slog.LevelInfo, MaxQueued: 3}},
+			config{Listen: ":2", DataDir: "f", Sync: "always", LogLevel: slog.LevelInfo, MaxQueued: 3, Limits: defaultLimits}},
 		{"flag beats env, others from env",
 			[]string{"--sync", "always"},
 			map[string]string{"ONCEMQ_SYNC": "none", "ONCEMQ_DATA": "e"},

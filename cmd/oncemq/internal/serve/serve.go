@@ -73,12 +73,14 @@ func Main(args []string, env cli.Env) int {
 // newServer opens the store and binds the listener: the one place that knows how package mqtt is
 // configured.
 func newServer(cfg config, log *slog.Logger) (*mqtt.Server, net.Listener, error) {
-	srv, err := mqtt.New(mqtt.Options{
+	opts := mqtt.Options{
 		DataDir:   cfg.DataDir,
 		NoSync:    cfg.Sync == "none",
 		MaxQueued: cfg.MaxQueued,
 		Logger:    log,
-	})
+	}
+	cfg.Limits.apply(&opts)
+	srv, err := mqtt.New(opts)
 	if err != nil {
 		return nil, nil, err
 	}
