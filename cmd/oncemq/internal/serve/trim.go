@@ -48,6 +48,9 @@ func readMem() memSample {
 
 // trimLoop runs until done is closed.
 func trimLoop(done <-chan struct{}, interval time.Duration) {
+	heap := newHeapCap()
+	capTicker := time.NewTicker(time.Second)
+	defer capTicker.Stop()
 	last := readMem()
 	lastTrim := last.allocated
 	backoff, nextSpeculative := interval, time.Time{}
@@ -57,6 +60,9 @@ func trimLoop(done <-chan struct{}, interval time.Duration) {
 		select {
 		case <-done:
 			return
+		case <-capTicker.C:
+			heap.update()
+			continue
 		case <-ticker.C:
 		}
 		now := readMem()
