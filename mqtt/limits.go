@@ -16,6 +16,10 @@ const (
 	QueueFullDropOldest = session.DropOldest     // acknowledge, drop the full session's oldest, count
 )
 
+// ErrQueueFull is returned by Publish for a QoS 1 or 2 message refused, before anything was stored,
+// because a matching session's queue or the retained messages had no room (QueueFullRefuse).
+var ErrQueueFull = session.ErrQueueFull
+
 // ParseQueueFullPolicy reads "refuse", "drop-new" or "drop-oldest".
 func ParseQueueFullPolicy(s string) (QueueFullPolicy, error) { return session.ParseQueueFullPolicy(s) }
 

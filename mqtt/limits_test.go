@@ -1,6 +1,8 @@
 package mqtt_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -122,4 +124,22 @@ func TestMaxWillSize(t *testing.T) {
 			t.Errorf("CONNACK 0x%02X, want 0x%02X", ack.ReasonCode, want)
 		}
 	})
+}
+
+// Server.Publish is refused the same way: ErrQueueFull, nothing stored.
+func TestServerPublishQueueFull(t *testing.T) {
+	b := mqtttest.StartBroker(t, mqtttest.WithMaxQueued(1))
+	sub, _ := connectDurable(t, b, v5, "sub")
+	sub.SubscribeOK(t, 1, "q", 1)
+	sub.Disconnect(t)
+	ctx := context.Background()
+	if err := b.Server().Publish(ctx, mqtt.Message{Topic: "q", QoS: 1, Payload: []byte("fits")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Server().Publish(ctx, mqtt.Message{Topic: "q", QoS: 1, Payload: []byte("no room")}); !errors.Is(err, mqtt.ErrQueueFull) {
+		t.Fatalf("Publish to a full queue: %v, want ErrQueueFull", err)
+	}
+	if st := b.Server().Stats(); st.Queued != 1 {
+		t.Errorf("queued %d, want 1", st.Queued)
+	}
 }
