@@ -29,7 +29,13 @@ const (
 // not disks) and args.
 func startHostileBroker(t *testing.T, args ...string) *oncemqtest.Broker {
 	t.Helper()
-	return startBroker(t, t.TempDir(), nil, append([]string{"--sync", "none"}, args...)...)
+	return startHostileBrokerEnv(t, nil, args...)
+}
+
+// startHostileBrokerEnv is startHostileBroker with environment variables (GOGC=...).
+func startHostileBrokerEnv(t *testing.T, env []string, args ...string) *oncemqtest.Broker {
+	t.Helper()
+	return startBroker(t, t.TempDir(), env, append([]string{"--sync", "none"}, args...)...)
 }
 
 // checkAfter asserts what every case ends with: the broker is up, serves a normal client, its peak
@@ -56,14 +62,20 @@ func checkAfter(t *testing.T, b *oncemqtest.Broker) {
 // One subscriber that never reads, with Receive Maximum 65535, and a publisher that sends it large
 // messages: the connection's write queue and the session's queue stay within their byte limits.
 // At QoS 1 and 2 the publisher is refused with 0x97 once the queue is full (nothing acknowledged is
-// dropped); at QoS 0 the excess is dropped.
+// dropped); at QoS 0 the excess is dropped. The bounds hold whatever the GOGC: the last case runs
+// with the collector off.
 func TestHostileNonReadingSubscriber(t *testing.T) {
 	for _, tc := range []struct {
-		qos byte
-		n   int
-	}{{0, 1000}, {1, 1000}, {2, 3000}} {
-		t.Run(fmt.Sprintf("qos%d", tc.qos), func(t *testing.T) {
-			b := startHostileBroker(t)
+		qos  byte
+		n    int
+		gogc string
+	}{{0, 1000, "default"}, {1, 1000, "default"}, {2, 3000, "default"}, {1, 1000, "off"}} {
+		t.Run(fmt.Sprintf("qos%d_gogc_%s", tc.qos, tc.gogc), func(t *testing.T) {
+			var env []string
+			if tc.gogc != "default" {
+				env = []string{"GOGC=" + tc.gogc}
+			}
+			b := startHostileBrokerEnv(t, env)
 			sub := dialHostile(t, b.Addr, 5)
 			if code := sub.connect(rawpacket.ConnectOptions{ClientID: "sleeper", CleanStart: true, ReceiveMaximum: 65535}); code != 0 {
 				t.Fatalf("CONNACK 0x%02X", code)
