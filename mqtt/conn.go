@@ -17,10 +17,9 @@ import (
 	"github.com/oncemq/oncemq/session/reason"
 )
 
-// maxQueuedPackets bounds a connection's outgoing queue. QoS 1/2 deliveries are bounded by the
-// client's Receive Maximum; past this bound only QoS 0 PUBLISHes are dropped, as a slow consumer
-// cannot be waited for.
-const maxQueuedPackets = 65536
+// packetCost is what a packet other than PUBLISH counts against a connection's write queue: the
+// share of its queue slot.
+const packetCost = 64
 
 // writeTimeout bounds one socket write; a peer that does not read for that long is dropped.
 const writeTimeout = 30 * time.Second
@@ -50,6 +49,7 @@ type conn struct {
 	br         *bufio.Reader // nil while idle between packets
 	hb         [1]byte       // the first byte of the next packet, read without a buffer
 	hbRead     bool          // hb holds a byte not yet decoded
+	overLimit  bool          // accepted past Options.MaxConnections: its CONNECT is refused
 
 	// Set by the reader during CONNECT, read-only afterwards.
 	version       byte
@@ -68,7 +68,10 @@ type conn struct {
 
 	mu          sync.Mutex // guards the following
 	queue       []packets.Packet
-	writing     bool // a writer goroutine is running (after closing: it ran and closed the socket)
+	outBytes    int              // bytes queued or reserved for the writer (Options.WriteQueueBytes)
+	wantDrain   bool             // a Reserve was refused: tell the broker when the queue has room again
+	drainTo     *session.Session // c.sess, for the writer, once CONNECT has set it
+	writing     bool             // a writer goroutine is running (after closing: it ran and closed the socket)
 	closing     bool
 	closeReason reason.Code
 
@@ -104,13 +107,39 @@ func (c *conn) log() *slog.Logger {
 
 // readPacket reads the packet whose start awaitPacket saw: its first byte is in c.hb when the
 // connection was idle, in the read buffer otherwise.
-func (c *conn) readPacket() (pk packets.Packet, err error) {
-	if !c.hbRead {
-		pk, err = readPacket(c.br, c.version, c.srv.opts.MaxPacketSize)
-	} else {
+//
+// The rest of the packet must arrive within Options.PacketTimeout (or the keep alive, if shorter),
+// and a large body waits for room in the server's read budget before it is allocated.
+func (c *conn) readPacket() (packets.Packet, error) {
+	var hb byte
+	if c.hbRead {
 		c.hbRead = false
 		c.acquireReader()
-		pk, err = readPacketAfter(c.hb[0], c.br, c.version, c.srv.opts.MaxPacketSize)
+		hb = c.hb[0]
+	} else {
+		b, err := c.br.ReadByte()
+		if err != nil {
+			return packets.Packet{}, err
+		}
+		hb = b
+	}
+	timeout := c.srv.opts.PacketTimeout
+	if c.keepAlive == 0 || c.keepAlive > timeout {
+		_ = c.nc.SetReadDeadline(time.Now().Add(timeout))
+	}
+	held := 0
+	pk, err := readPacketAfter(hb, c.br, c.version, c.srv.opts.MaxPacketSize, func(n int) error {
+		if n < budgetFloor {
+			return nil
+		}
+		if err := c.srv.readBudget.acquire(n, time.Now().Add(timeout)); err != nil {
+			return err
+		}
+		held = n
+		return nil
+	})
+	if held > 0 {
+		c.srv.readBudget.release(held)
 	}
 	if err == nil {
 		c.srv.traffic.received(&pk)
@@ -133,7 +162,35 @@ func (c *conn) releaseReader() {
 	}
 }
 
-// Send queues pk for the writer. It never blocks.
+// sendCost is what pk counts against the write queue; a QoS 1 or 2 PUBLISH was reserved before.
+func sendCost(pk *packets.Packet) int {
+	if pk.FixedHeader.Type == packets.Publish {
+		return session.PublishCost(pk)
+	}
+	return packetCost
+}
+
+// Reserve claims n bytes of the write queue for a QoS 1 or 2 PUBLISH about to be sent, unless the
+// queue is at Options.WriteQueueBytes; an empty queue takes a message of any size. It implements
+// session.Conn: a refusal leaves the message in the session's queue, and the writer calls
+// Broker.Drained when it has written half of what it holds.
+func (c *conn) Reserve(n int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing {
+		return false
+	}
+	if c.outBytes > 0 && c.outBytes+n > c.srv.opts.WriteQueueBytes {
+		c.wantDrain = true
+		return false
+	}
+	c.outBytes += n
+	return true
+}
+
+// Send queues pk for the writer. It never blocks. A QoS 0 PUBLISH past the write queue's limit is
+// dropped and counted; a client that lets its acknowledgements pile up past twice the limit is
+// closed, as it does not read.
 func (c *conn) Send(pk packets.Packet) {
 	if pk.FixedHeader.Type == packets.Puback {
 		c.qos1Pending.Add(-1)
@@ -143,10 +200,20 @@ func (c *conn) Send(pk packets.Packet) {
 	if c.closing {
 		return
 	}
-	if len(c.queue) >= maxQueuedPackets && pk.FixedHeader.Type == packets.Publish && pk.FixedHeader.Qos == 0 {
+	limit := c.srv.opts.WriteQueueBytes
+	isPublish := pk.FixedHeader.Type == packets.Publish
+	switch {
+	case isPublish && pk.FixedHeader.Qos > 0: // reserved
+	case isPublish && c.outBytes > 0 && c.outBytes+sendCost(&pk) > limit:
 		c.dropped.Add(1)
 		c.srv.traffic.qos0Overflow.Add(1)
 		return
+	case !isPublish && c.outBytes > 2*limit:
+		c.closing, c.closeReason = true, reason.QuotaExceeded
+		c.startWriter()
+		return
+	default:
+		c.outBytes += sendCost(&pk)
 	}
 	if c.queue == nil {
 		c.queue = *queues.Get().(*[]packets.Packet)
@@ -236,6 +303,7 @@ func (c *conn) writeLoop() {
 				closing = true
 			}
 		}
+		c.written(batch)
 		if cap(batch) <= maxPooledQueue {
 			clear(batch) // drop the messages' payloads for the collector
 			batch = batch[:0]
@@ -247,6 +315,41 @@ func (c *conn) writeLoop() {
 			return
 		}
 	}
+}
+
+// written gives the bytes of batch back to the write queue and, if a Reserve was refused and half
+// the limit is free again, tells the broker to send what waits. Runs on the writer goroutine.
+func (c *conn) written(batch []packets.Packet) {
+	n := 0
+	for i := range batch {
+		n += sendCost(&batch[i])
+	}
+	c.mu.Lock()
+	c.outBytes -= n
+	c.mu.Unlock()
+	c.drainIfRoom()
+}
+
+// drainIfRoom calls Broker.Drained if a Reserve was refused and half the write queue is free.
+func (c *conn) drainIfRoom() {
+	c.mu.Lock()
+	s := c.drainTo
+	drained := s != nil && c.wantDrain && !c.closing && c.outBytes <= c.srv.opts.WriteQueueBytes/2
+	if drained {
+		c.wantDrain = false
+	}
+	c.mu.Unlock()
+	if drained {
+		c.eng.broker.Drained(s, c)
+	}
+}
+
+// attach gives the writer the session CONNECT opened, for drainIfRoom.
+func (c *conn) attach(s *session.Session) {
+	c.mu.Lock()
+	c.drainTo = s
+	c.mu.Unlock()
+	c.drainIfRoom()
 }
 
 // encode appends pk to buf in the client's protocol version.

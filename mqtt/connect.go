@@ -34,6 +34,9 @@ func (c *conn) handleConnect() error {
 	if err != nil {
 		return err
 	}
+	if err := c.applyConnectLimits(&pk, &req, &props); err != nil {
+		return err
+	}
 	if c.eng, err = c.srv.engine(); err != nil {
 		// The store failed: no session, not even one kept in memory only, is opened until it is
 		// healed, so that every client sees the same answer and retries.
@@ -60,7 +63,20 @@ func (c *conn) readConnect() (packets.Packet, error) {
 	if hb>>4 != packets.Connect {
 		return packets.Packet{}, protocolViolation("first packet is not CONNECT")
 	}
-	pk, body, err := wire.ReadFrame(hb, c.br, 0, c.srv.opts.MaxPacketSize)
+	held := 0
+	pk, body, err := wire.ReadFrameWith(hb, c.br, 0, c.srv.opts.MaxPacketSize, func(n int) error {
+		if n < budgetFloor {
+			return nil
+		}
+		if err := c.srv.readBudget.acquire(n, time.Now().Add(c.srv.opts.ConnectTimeout)); err != nil {
+			return err
+		}
+		held = n
+		return nil
+	})
+	if held > 0 {
+		c.srv.readBudget.release(held) // the budget bounds what is being read, not what is kept
+	}
 	if errors.Is(err, wire.ErrTooLarge) {
 		return pk, &protocolError{code: reason.PacketTooLarge, msg: err.Error()}
 	}
@@ -218,6 +234,10 @@ func (c *conn) openSession(req session.ConnectRequest, props packets.Properties)
 		if errors.Is(err, session.ErrNotOwner) {
 			return // refused below, on this connection's goroutine
 		}
+		if errors.Is(err, session.ErrTooManySessions) {
+			c.refuseConnect(reason.QuotaExceeded, err) // 3.1.1: 0x03 Server unavailable
+			return
+		}
 		if err != nil {
 			code := reason.UnspecifiedError
 			if storeUnavailable(err) {
@@ -240,6 +260,7 @@ func (c *conn) openSession(req session.ConnectRequest, props packets.Properties)
 		return errConnectRefused
 	}
 	c.logConnect(sessionPresent)
+	c.attach(c.sess)
 	if ev := c.srv.opts.Events.Connect; ev != nil {
 		ev(c.info, sessionPresent)
 	}

@@ -40,8 +40,11 @@ func (s *Server) openEngine() (*engine, error) {
 	s.mu.Lock()
 	s.recovery = time.Since(start)
 	s.mu.Unlock()
-	sopts := session.Options{MaxQueued: s.opts.MaxQueued, Logger: s.log, OnDrop: s.opts.Events.Drop, Metrics: &s.metrics,
-		Dedup: s.dedup}
+	o := &s.opts
+	sopts := session.Options{MaxQueued: o.MaxQueued, MaxQueuedBytes: o.MaxQueuedBytes, QueueFull: o.QueueFull,
+		MaxSubscriptions: o.MaxSubscriptions, MaxSessions: o.MaxSessions, MaxRetained: o.MaxRetained,
+		MaxRetainedBytes: o.MaxRetainedBytes, Logger: s.log, OnDrop: o.Events.Drop, OnRefuse: s.rep.refused,
+		Metrics: &s.metrics, Dedup: s.dedup}
 	if s.opts.Authorizer != nil {
 		sopts.MayRead = s.opts.Authorizer.CanRead
 	}

@@ -73,9 +73,12 @@ type DropReason = session.DropReason
 
 // The drop reasons.
 const (
-	DropQueueFull = session.QueueFull // the session's queue was full (Options.MaxQueued)
+	DropQueueFull = session.QueueFull // the session's queue was full (MaxQueued, MaxQueuedBytes) under a drop policy
 	DropExpired   = session.Expired   // the Message Expiry Interval passed before delivery
 	DropTooLarge  = session.TooLarge  // larger than the client's Maximum Packet Size
+	// DropNotRetained: a QoS 0 message was delivered but not retained, the retained messages being
+	// at their limit (MaxRetained, MaxRetainedBytes); the client id is "".
+	DropNotRetained = session.RetainedFull
 )
 
 // Disconnect says how a connection ended.

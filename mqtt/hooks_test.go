@@ -236,6 +236,7 @@ func TestEvents(t *testing.T) {
 			ev.add("subscribe %s %v %v", c.ID, filters, codes)
 		}
 		o.Events.Drop = func(clientID, topic string, why mqtt.DropReason) { ev.add("drop %s %s %s", clientID, topic, why) }
+		o.QueueFull = mqtt.QueueFullDropNew // the default refuses instead of dropping
 	}))
 	sub, _ := connectDurable(t, b, v5, "sub")
 	sub.SubscribeOK(t, 1, "t", 1)

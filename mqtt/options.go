@@ -22,11 +22,56 @@ type Options struct {
 	// NoSync skips the fsync after each commit: every guarantee holds against a crash of the
 	// process, none against a power loss or kernel crash.
 	NoSync bool
-	// MaxQueued bounds the messages a session may have waiting (offline, or beyond its Receive
-	// Maximum); past it, new messages for that session are dropped and counted. Default 10000.
+	// MaxQueued bounds the messages a session may have waiting (offline, beyond its Receive
+	// Maximum, or beyond its connection's write queue). Default 10000.
 	MaxQueued int
+	// MaxQueuedBytes bounds the bytes of message bodies a session holds, queued or in flight to its
+	// client; default 64 MiB. A session that holds nothing takes one message of any size.
+	MaxQueuedBytes int64
+	// QueueFull is what a QoS 1 or 2 message meets at a full session (MaxQueued or MaxQueuedBytes):
+	// by default (QueueFullRefuse) the PUBLISH is refused before it is acknowledged (5.0: PUBACK or
+	// PUBREC 0x97; 3.1.1: the connection is closed) and no session gets it; QueueFullDropNew and
+	// QueueFullDropOldest acknowledge it and drop, counted.
+	QueueFull QueueFullPolicy
+	// MaxSubscriptions bounds the subscriptions of one session; past it SUBACK says 0x97 (3.1.1:
+	// 0x80). Default 1000.
+	MaxSubscriptions int
+	// MaxSessions bounds the sessions held, online or not; a CONNECT that would make a new one is
+	// refused with CONNACK 0x97 (3.1.1: 0x03). Default 200000.
+	MaxSessions int
+	// MaxRetained and MaxRetainedBytes bound the retained messages (count, bytes of bodies); a
+	// QoS 1 or 2 PUBLISH that would pass them is refused with 0x97, a QoS 0 one is not retained.
+	// Defaults 100000 and 256 MiB.
+	MaxRetained      int
+	MaxRetainedBytes int64
+	// MaxWillSize bounds the Will Message of a CONNECT (topic, payload, properties), in bytes; a
+	// larger one is refused with CONNACK 0x97 (3.1.1: 0x03). Default 64 KiB.
+	MaxWillSize int
+	// MaxConnections bounds the open connections: past it a CONNECT is refused with CONNACK 0x97
+	// (3.1.1: 0x03), and past a hard cap (a tenth more) a connection is closed as it is accepted.
+	// Default 100000.
+	MaxConnections int
+	// WriteQueueBytes bounds the bytes queued for one connection's writer, whatever the client's
+	// Receive Maximum: QoS 1 and 2 messages past it wait in the session's queue and are sent as the
+	// client reads; QoS 0 messages past it are dropped and counted. Default 4 MiB.
+	WriteQueueBytes int
+	// ReadBudgetBytes bounds the bytes of all the packets being read at once, over every connection,
+	// so that many half-sent large packets cannot hold their maximum size each; a packet waits for
+	// room up to PacketTimeout. Default 64 MiB.
+	ReadBudgetBytes int64
+	// PacketTimeout is the time allowed for the rest of a packet once its first byte arrived; a
+	// peer that stops sending in the middle of a packet is closed. Default 30s.
+	PacketTimeout time.Duration
+	// MaxKeepAlive is the longest Keep Alive accepted, in seconds: a 5.0 client that asks for more,
+	// or for 0, is told this value (Server Keep Alive); a 3.1.1 client is refused with CONNACK 0x02,
+	// as 3.1.1 cannot tell it. Default 0: any.
+	MaxKeepAlive int
+	// MaxSessionExpiry caps the Session Expiry Interval, in seconds: a 5.0 client is told the cap in
+	// CONNACK, a 3.1.1 persistent session expires after it. Default 0: no cap.
+	MaxSessionExpiry uint32
 	// ReceiveMaximum is how many QoS 1 and 2 PUBLISHes a 5.0 client may have unacknowledged,
-	// advertised in CONNACK; default 1024, at most 65535.
+	// advertised in CONNACK; default 1024, at most 65535. A 3.1.1 client, which is told nothing,
+	// may use the whole packet-identifier space.
 	ReceiveMaximum int
 	// MaxPacketSize is the largest packet accepted, in bytes; default 1 MiB.
 	MaxPacketSize int
@@ -82,6 +127,7 @@ func (o *Options) setDefaults() {
 	if o.DataDir == "" {
 		o.DataDir = "./data"
 	}
+	o.setLimitDefaults()
 	if o.ReceiveMaximum <= 0 || o.ReceiveMaximum > 65535 {
 		o.ReceiveMaximum = 1024
 	}

@@ -70,7 +70,14 @@ func (c *conn) handlePublish(pk *packets.Packet) error {
 	// The quota counts the QoS 1 PUBACKs still owed, and the session adds the QoS 2 ids awaiting
 	// PUBREL, the way the client counts [MQTT-3.3.4-8]. The count goes up before the PUBACK can
 	// be sent (Send takes it down again).
-	quota := c.srv.opts.ReceiveMaximum - int(c.qos1Pending.Load())
+	//
+	// 3.1.1 has no Receive Maximum: its client may use the whole packet-identifier space. The
+	// inbound table holds ids and codes only, a few bytes each, so 65,535 of them stay small.
+	limit := c.srv.opts.ReceiveMaximum
+	if c.version == 4 {
+		limit = 65535
+	}
+	quota := limit - int(c.qos1Pending.Load())
 	if m.QoS == 1 {
 		c.qos1Pending.Add(1)
 	}

@@ -44,20 +44,22 @@ func readPacket(r *bufio.Reader, version byte, maxSize int) (pk packets.Packet, 
 	if err != nil {
 		return pk, err
 	}
-	return readPacketAfter(hb, r, version, maxSize)
+	return readPacketAfter(hb, r, version, maxSize, nil)
 }
 
 // readPacketAfter reads the rest of a packet whose first byte hb was already read. maxSize bounds
 // the whole packet before anything is allocated for it [MQTT-3.2.2-15]. The body is a fresh buffer
 // per packet, so the strings and slices the decoder aliases into it stay valid for as long as the
 // broker keeps them.
-func readPacketAfter(hb byte, r *bufio.Reader, version byte, maxSize int) (packets.Packet, error) {
+//
+// acquire, if not nil, is asked for the body's bytes before they are allocated (see readBudget).
+func readPacketAfter(hb byte, r *bufio.Reader, version byte, maxSize int, acquire func(int) error) (packets.Packet, error) {
 	if hb>>4 == packets.Publish && hb&0x06 == 0x06 {
 		// Both QoS bits set is a Malformed Packet [MQTT-3.3.1-4]; the codec calls it a protocol
 		// error (0x82).
 		return packets.Packet{}, malformed("PUBLISH with QoS 3")
 	}
-	pk, body, err := wire.ReadFrame(hb, r, version, maxSize)
+	pk, body, err := wire.ReadFrameWith(hb, r, version, maxSize, acquire)
 	if errors.Is(err, wire.ErrTooLarge) {
 		return pk, &protocolError{code: reason.PacketTooLarge, msg: err.Error()}
 	}

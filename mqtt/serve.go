@@ -119,7 +119,7 @@ func (c *conn) nextPacket(end *connEnd) error {
 		end.byClient, end.clientReason = true, reason.Code(pk.ReasonCode)
 		end.publishWill = end.clientReason == reason.DisconnectWithWill
 		if pk.Properties.SessionExpiryIntervalFlag {
-			v := pk.Properties.SessionExpiryInterval
+			v := c.capExpiry(pk.Properties.SessionExpiryInterval)
 			end.newExpiry = &v
 		}
 	}

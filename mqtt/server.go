@@ -32,8 +32,13 @@ type Server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	readBudget readBudget // bytes of the packets being read, over every connection
+	rep        *reporter  // the summary of deliberate drops and refusals
+
+	connsClosedAtAccept atomic.Uint64 // connections closed at accept past the hard cap
+
 	shuttingDown atomic.Bool
-	traffic      traffic   // counters for Stats, $SYS and the metrics
+	traffic      traffic // counters for Stats, $SYS and the metrics
 	started      time.Time
 	mu           sync.Mutex // guards the following up to connWG
 	listeners    map[net.Listener]struct{}
@@ -72,7 +77,9 @@ func New(opts Options) (*Server, error) {
 		conns:      make(map[*conn]struct{}),
 		stopReport: make(chan struct{}),
 		started:    time.Now(),
+		readBudget: readBudget{limit: opts.ReadBudgetBytes},
 	}
+	s.rep = &reporter{log: s.log, metrics: &s.metrics, qos0: &s.traffic.qos0Overflow}
 	eng, err := s.openEngine()
 	if err != nil {
 		return nil, err
@@ -83,8 +90,7 @@ func New(opts Options) (*Server, error) {
 	if opts.SysInterval > 0 {
 		s.background.Go(func() { s.sysLoop(opts.SysInterval, s.stopReport) })
 	}
-	report := s.dropReport()
-	s.background.Go(func() { report.run(s.stopReport) })
+	s.background.Go(func() { s.rep.loop(s.stopReport) })
 	return s, nil
 }
 
@@ -140,6 +146,14 @@ func (s *Server) start(c *conn) {
 	if s.shuttingDown.Load() || s.fatal != nil {
 		c.nc.Close()
 		return
+	}
+	if n := len(s.conns); n >= s.opts.MaxConnections {
+		if n >= hardConnectionCap(s.opts.MaxConnections) {
+			c.nc.Close() // a flood: not even its CONNECT is read
+			s.connsClosedAtAccept.Add(1)
+			return
+		}
+		c.overLimit = true
 	}
 	s.conns[c] = struct{}{}
 	s.connWG.Go(func() {

@@ -12,7 +12,9 @@ import (
 // whose subscription matched gets it (exactly once at QoS 2, at least once at QoS 1), across
 // crashes. QoS 0 is routed to the sessions online and stored nowhere.
 //
-// An error other than ErrInvalidMessage leaves the outcome unknown: the message may or may not
+// ErrQueueFull means nothing was published: a matching session's queue, or the retained messages,
+// had no room (Options.QueueFull at its default); the caller may retry later without a duplicate.
+// Any other error than these two leaves the outcome unknown: the message may or may not
 // have been committed (ctx ended while the commit ran), so a caller that retries may deliver it
 // twice.
 func (s *Server) Publish(ctx context.Context, msg Message) error {

@@ -14,14 +14,22 @@ type Stats struct {
 	ConnectionsByListener map[string]int
 	Accepted              uint64                // connections accepted since start
 	Refused               map[ReasonCode]uint64 // CONNECTs refused since start, by CONNACK reason code
-	Sessions         int // sessions held, online or not
-	SessionsOnline   int // sessions with a connection
-	InboundInFlight  int // QoS 2 packet ids from clients awaiting PUBREL
-	OutboundInFlight int // QoS 1 and 2 packet ids to clients awaiting PUBACK, PUBREC or PUBCOMP
-	Queued           int // messages waiting in session queues
-	QueuedBytes      int // their payloads, in bytes
-	Retained         int // retained messages (in the store; the $SYS ones are not counted)
-	Subscriptions    int // subscriptions, one per session and filter
+	// ClosedAtAccept counts connections closed as they were accepted, past the hard cap above
+	// Options.MaxConnections.
+	ClosedAtAccept   uint64
+	Sessions         int   // sessions held, online or not
+	SessionsOnline   int   // sessions with a connection
+	InboundInFlight  int   // QoS 2 packet ids from clients awaiting PUBREL
+	OutboundInFlight int   // QoS 1 and 2 packet ids to clients awaiting PUBACK, PUBREC or PUBCOMP
+	Queued           int   // messages waiting in session queues
+	QueuedBytes      int64 // bytes of message bodies held by sessions, queued or in flight (Options.MaxQueuedBytes)
+	Retained         int   // retained messages (in the store; the $SYS ones are not counted)
+	RetainedBytes    int64 // bytes of retained message bodies (Options.MaxRetainedBytes)
+	Subscriptions    int   // subscriptions, one per session and filter
+	// FullSessions names the sessions (client ids, sorted, at most 100) whose full queue turned a
+	// message away since they last freed room: with QueueFullRefuse, the ones holding publishers
+	// back.
+	FullSessions []string
 
 	// Messages dropped on purpose since start, by reason, and what was withheld from a reader.
 	DroppedQueueFull uint64
@@ -31,9 +39,9 @@ type Stats struct {
 	PublishRefused   uint64 // PUBLISHes the Authorizer's CanPublish refused (not routed)
 	NotOwner         uint64 // CONNECTs refused: the client id's session belongs to another user
 	SessionsExpired  uint64
-	// QoS 0 deliveries dropped because a connection's outgoing queue was full (a client that does
-	// not read).
-	DroppedQoS0Overflow uint64
+	DroppedQoS0      uint64 // QoS 0 deliveries dropped at a full write queue (Options.WriteQueueBytes)
+	NotRetained      uint64 // QoS 0 retained messages not kept: retained messages at their limit
+	RefusedQueueFull uint64 // QoS 1/2 PUBLISHes refused with 0x97: a matching queue, or the retained messages, full
 
 	// PUBLISH packets since start, by QoS (index 0, 1, 2), and their payload bytes: received from
 	// clients (resends included), and written to clients (resends with DUP included).
@@ -98,6 +106,11 @@ func (s *Server) Stats() Stats {
 		QueuedBytes:           bs.QueuedBytes,
 		Retained:              bs.Retained,
 		Subscriptions:         bs.Subscriptions,
+		RetainedBytes:         bs.RetainedBytes,
+		FullSessions:          bs.FullSessions,
+		NotRetained:           bs.RetainedFull,
+		RefusedQueueFull:      bs.QueueRefused,
+		ClosedAtAccept:        s.connsClosedAtAccept.Load(),
 		DroppedQueueFull:      s.metrics.QueueOverflow.Load(),
 		DroppedExpired:        s.metrics.Expired.Load(),
 		DroppedTooLarge:       s.metrics.TooLarge.Load(),

@@ -74,7 +74,7 @@ func (t *traffic) fill(st *Stats) {
 		st.SentBytes[q] = t.payloadOut[q].Load()
 	}
 	st.Accepted = t.accepted.Load()
-	st.DroppedQoS0Overflow = t.qos0Overflow.Load()
+	st.DroppedQoS0 = t.qos0Overflow.Load()
 	t.mu.Lock()
 	st.Refused = maps.Clone(t.refused)
 	t.mu.Unlock()

@@ -11,9 +11,15 @@ import (
 
 // Options configures a Broker. Zero values mean defaults.
 type Options struct {
-	MaxQueued int          // per-session queue bound; default 10000
-	Logger    *slog.Logger // default slog.Default()
-	Now       func() time.Time
+	MaxQueued        int             // messages a session may have queued; default DefaultMaxQueued
+	MaxQueuedBytes   int64           // bytes of bodies a session may hold, queued or in flight; default DefaultMaxQueuedBytes
+	QueueFull        QueueFullPolicy // what a full session does to a new QoS 1 or 2 message; default RefuseWhenFull
+	MaxSubscriptions int             // subscriptions per session; default DefaultMaxSubscriptions
+	MaxSessions      int             // sessions held, online or not; default DefaultMaxSessions
+	MaxRetained      int             // retained messages; default DefaultMaxRetained
+	MaxRetainedBytes int64           // bytes of retained bodies; default DefaultMaxRetainedBytes
+	Logger           *slog.Logger    // default slog.Default()
+	Now              func() time.Time
 
 	// MayRead decides whether the session of clientID, whose client authenticated as username, may
 	// receive a message published on topic. nil allows everything. It is asked for every matching
@@ -36,6 +42,10 @@ type Options struct {
 	Metrics *Metrics
 	// Dedup configures duplicate detection by the publisher's dedup id; the zero value is off.
 	Dedup DedupOptions
+	// OnRefuse is told of every QoS 1 or 2 PUBLISH refused because the queue of the session
+	// clientID is full (RefuseWhenFull), or because the retained messages are at their limit
+	// (clientID ""). It is called with Broker.mu held, like OnDrop.
+	OnRefuse func(clientID, topic string)
 }
 
 // Journal is what the session layer needs of the durable journal. *inflight.Journal implements it;
@@ -71,13 +81,13 @@ type Broker struct {
 	dedup    dedupState
 	volatile map[string]*inflight.Message // retained in memory only (PublishVolatile)
 	closed   bool
+
+	retainedBytes int64 // bytes of the retained messages' bodies
 }
 
 // New builds the broker's working state from what the journal recovered (rec may be nil: nothing).
 func New(j Journal, rec *inflight.Recovered, opts Options) *Broker {
-	if opts.MaxQueued <= 0 {
-		opts.MaxQueued = 10000
-	}
+	opts.setLimitDefaults()
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}

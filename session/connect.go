@@ -48,6 +48,10 @@ func (b *Broker) Connect(req ConnectRequest, c Conn, done func(present bool, err
 		b.submit(nil, func(error) { done(false, ErrNotOwner) })
 		return nil
 	}
+	if old == nil && len(b.sessions) >= b.opts.MaxSessions {
+		b.submit(nil, func(error) { done(false, ErrTooManySessions) })
+		return nil
+	}
 	if old != nil {
 		b.takeOver(batch, old, req.CleanStart, &out)
 	}

@@ -24,14 +24,23 @@ func (b *Broker) deliver(batch *inflight.Batch, s *Session, m *inflight.Message,
 		}
 		return
 	}
-	q := &queued{order: s.nextOrder(), qos: qos, msg: m, subIDs: subIDs, retain: retain}
-	if s.connected() && len(s.queue) == 0 && len(s.unsent) == 0 && s.sent < s.receiveMax {
-		b.send(batch, s, q, now, out)
+	if !b.hasRoom(s, m) && !b.makeRoom(batch, s, m) {
+		// Reached only when dropping is allowed: a will, a retained message on SUBSCRIBE, or
+		// Options.QueueFull set to drop. With RefuseWhenFull, route refused the PUBLISH before.
+		s.turnedAway = true
+		b.dropped(s.ClientID, m.Topic, QueueFull)
 		return
 	}
-	if len(s.queue) >= b.opts.MaxQueued {
-		b.dropped(s.ClientID, m.Topic, QueueFull) // logged in the drop summary, not one line each
-		return
+	q := &queued{order: s.nextOrder(), qos: qos, msg: m, subIDs: subIDs, retain: retain}
+	s.hold(m)
+	if s.connected() && len(s.queue) == 0 && len(s.unsent) == 0 && s.sent < s.receiveMax {
+		switch b.send(batch, s, q, now, out) {
+		case sent:
+			return
+		case discarded:
+			s.unhold(m)
+			return
+		}
 	}
 	s.queue = append(s.queue, q)
 	if s.durable() {
@@ -42,16 +51,28 @@ func (b *Broker) deliver(batch *inflight.Batch, s *Session, m *inflight.Message,
 	}
 }
 
+// sendResult is what send did with a message.
+type sendResult int
+
+const (
+	sent      sendResult = iota // in flight now
+	discarded                   // dropped as if delivered (too large for the client)
+	noRoom                      // the connection's write queue is full: the message stays queued
+)
+
 // send assigns q an outbound id, records it in flight and queues the PUBLISH. The caller has
-// checked the send quota. Caller holds b.mu.
-func (b *Broker) send(batch *inflight.Batch, s *Session, q *queued, now int64, out *outbox) {
+// checked the send quota; the connection's write queue may still refuse it. Caller holds b.mu.
+func (b *Broker) send(batch *inflight.Batch, s *Session, q *queued, now int64, out *outbox) sendResult {
 	pk := publishPacket(q.msg, 1, q.qos, false, q.retain, q.subIDs, now)
 	if !b.checkSize(s, pk) { // discarded as if delivered [MQTT-3.1.2-25]
-		return
+		return discarded
+	}
+	if !s.conn.Reserve(PublishCost(&pk)) {
+		return noRoom
 	}
 	id, ok := s.outbound.Allocate()
 	if !ok {
-		return // cannot happen while Receive Maximum <= 65535 bounds the table
+		return noRoom // cannot happen while Receive Maximum <= 65535 bounds the table
 	}
 	pk.PacketID = id
 	e := &inflight.OutboundEntry{
@@ -68,6 +89,7 @@ func (b *Broker) send(batch *inflight.Batch, s *Session, q *queued, now int64, o
 		batch.PutOutbound(s.ClientID, e.OutboundRecord)
 	}
 	out.add(s.conn, pk)
+	return sent
 }
 
 // checkSize reports whether pk fits the client's Maximum Packet Size; a delivery that does not is
@@ -76,6 +98,6 @@ func (b *Broker) checkSize(s *Session, pk packets.Packet) bool {
 	if fits(pk, s.protocolVersion, s.maxPacketSize) {
 		return true
 	}
-	b.dropped(s.ClientID, pk.TopicName, TooLarge) // logged in the drop summary, not one line each
+	b.dropped(s.ClientID, pk.TopicName, TooLarge)
 	return false
 }

@@ -38,7 +38,7 @@ func TestOnDrop(t *testing.T) {
 		drops []string
 	)
 	clk := &clock{now: time.Unix(1_700_000_000, 0)}
-	h := newHarness(t, Options{MaxQueued: 1, Now: clk.Now, OnDrop: func(clientID, topic string, why DropReason) {
+	h := newHarness(t, Options{MaxQueued: 1, QueueFull: DropNew, Now: clk.Now, OnDrop: func(clientID, topic string, why DropReason) {
 		if b.mu.TryLock() {
 			b.mu.Unlock()
 			t.Error("OnDrop called without Broker.mu held")

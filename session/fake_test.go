@@ -144,6 +144,8 @@ func (c *recConn) Send(pk packets.Packet) { c.rec.add("%s <- %s", c.name, descri
 
 func (c *recConn) Close(code reason.Code) { c.rec.add("%s closed: %s", c.name, code) }
 
+func (c *recConn) Reserve(int) bool { return true }
+
 // describe writes a packet the way the tests expect it.
 func describe(pk packets.Packet) string {
 	name := strings.ToUpper(packets.PacketNames[pk.FixedHeader.Type])

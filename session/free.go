@@ -38,6 +38,9 @@ func (b *Broker) free(batch *inflight.Batch, s *Session, id uint16) bool {
 	if s.durable() {
 		batch.DeleteOutbound(s.ClientID, id)
 	}
+	if e.Msg != nil {
+		s.unhold(e.Msg)
+	}
 	s.release(batch, e.Msg)
 	return true
 }

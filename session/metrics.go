@@ -16,6 +16,10 @@ type Metrics struct {
 	// Duplicate PUBLISHes answered and not routed, by what recognised them.
 	DuplicatesByPacketID atomic.Uint64 // a QoS 2 packet id already awaiting PUBREL [MQTT-4.3.3-10]
 	DuplicatesByDedupID  atomic.Uint64 // a dedup id in the window (DedupOptions)
+	// QueueFullRefused counts QoS 1 and 2 PUBLISHes refused (0x97) because a matching session's
+	// queue, or the retained messages, had no room (RefuseWhenFull).
+	QueueFullRefused atomic.Uint64
+	RetainedFull     atomic.Uint64 // QoS 0 messages routed but not retained: retained messages at their limit
 }
 
 // DropReason says why a message was not delivered to a session it was meant for.
@@ -26,6 +30,9 @@ const (
 	QueueFull DropReason = "queue-full" // the session's queue held Options.MaxQueued messages
 	Expired   DropReason = "expired"    // the Message Expiry Interval passed before delivery
 	TooLarge  DropReason = "too-large"  // larger than the client's Maximum Packet Size
+	// RetainedFull: a QoS 0 message was routed but not retained, as the retained messages are at
+	// their limit (Options.MaxRetained, MaxRetainedBytes); the client id is "".
+	RetainedFull DropReason = "retained-full"
 )
 
 // dropped counts a message not delivered to clientID and tells Options.OnDrop. Caller holds b.mu.
@@ -37,6 +44,8 @@ func (b *Broker) dropped(clientID, topic string, why DropReason) {
 		b.Metrics.Expired.Add(1)
 	case TooLarge:
 		b.Metrics.TooLarge.Add(1)
+	case RetainedFull:
+		b.Metrics.RetainedFull.Add(1)
 	}
 	if b.opts.OnDrop != nil {
 		b.opts.OnDrop(clientID, topic, why)

@@ -62,11 +62,23 @@ func (b *Broker) Publish(s *Session, c Conn, m *inflight.Message, id uint16, inb
 // in one batch with m's dedup id (dedupKey, "" for none); PUBACK or PUBREC and the deliveries go
 // out once it is committed. Caller holds b.mu.
 func (b *Broker) accept(s *Session, c Conn, m *inflight.Message, id uint16, dedupKey string) {
+	if m.QoS > 0 && !b.retainFits(m) {
+		b.refuseForQuota(s, c, m, id, "")
+		return
+	}
 	m.Seq = b.journal.NextSeq()
 	batch := &inflight.Batch{}
 	var out outbox
-	matched := b.route(batch, m, s.ClientID, &out)
-	b.retain(batch, m)
+	matched, full := b.route(batch, m, s.ClientID, m.QoS > 0 && b.opts.QueueFull == RefuseWhenFull, &out)
+	if full != nil {
+		b.refuseForQuota(s, c, m, id, full.ClientID)
+		return
+	}
+	if b.retainFits(m) {
+		b.retain(batch, m)
+	} else {
+		b.dropped("", m.Topic, RetainedFull) // QoS 0: routed, not retained
+	}
 	code := reason.Success
 	if matched == 0 && s.protocolVersion == 5 {
 		code = reason.NoMatchingSubscribers
@@ -104,6 +116,17 @@ func (b *Broker) accept(s *Session, c Conn, m *inflight.Message, id uint16, dedu
 		}
 		out.flush()
 	})
+}
+
+// refuseForQuota refuses m, which the queue of session full (or, with full "", the retained
+// messages) has no room for: 5.0 PUBACK or PUBREC 0x97, 3.1.1 the connection closed. Nothing was
+// routed and the id does not enter the inbound table [MQTT-4.3.3-9]. Caller holds b.mu.
+func (b *Broker) refuseForQuota(s *Session, c Conn, m *inflight.Message, id uint16, full string) {
+	b.Metrics.QueueFullRefused.Add(1)
+	if b.opts.OnRefuse != nil {
+		b.opts.OnRefuse(full, m.Topic)
+	}
+	b.refuse(s, c, m.QoS, id, reason.QuotaExceeded)
 }
 
 // repeatPubrec answers a QoS 2 PUBLISH whose id already awaits PUBREL: PUBREC with the code the

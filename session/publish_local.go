@@ -51,10 +51,22 @@ func (b *Broker) PublishLocal(m *inflight.Message, done func(err error)) {
 	if m.ExpiresAt == 0 && m.Properties.MessageExpiryInterval > 0 {
 		m.ExpiresAt = m.Created + int64(m.Properties.MessageExpiryInterval)*int64(time.Second)
 	}
+	if !b.retainFits(m) {
+		b.submit(nil, func(error) { done(fmt.Errorf("%w: retained messages at their limit", ErrQueueFull)) })
+		return
+	}
 	m.Seq = b.journal.NextSeq()
 	batch := &inflight.Batch{}
 	var out outbox
-	b.route(batch, m, "", &out)
+	if _, full := b.route(batch, m, "", m.QoS > 0 && b.opts.QueueFull == RefuseWhenFull, &out); full != nil {
+		b.Metrics.QueueFullRefused.Add(1)
+		if b.opts.OnRefuse != nil {
+			b.opts.OnRefuse(full.ClientID, m.Topic)
+		}
+		err := fmt.Errorf("%w: session %q", ErrQueueFull, full.ClientID)
+		b.submit(nil, func(error) { done(err) })
+		return
+	}
 	b.retain(batch, m)
 	b.submit(batch, func(err error) {
 		if err != nil {

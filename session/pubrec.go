@@ -43,6 +43,7 @@ func (b *Broker) Pubrec(s *Session, c Conn, id uint16, code reason.Code) {
 		if s.durable() {
 			batch.PutOutbound(s.ClientID, e.OutboundRecord)
 		}
+		s.unhold(m)
 		s.release(batch, m)
 		out.add(c, ack(packets.Pubrel, id, reason.Success))
 	}

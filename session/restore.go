@@ -16,6 +16,7 @@ func (b *Broker) restore(rec *inflight.Recovered) {
 		// is given one later.
 		m.Seq = b.journal.NextSeq()
 		b.retained[m.Topic] = m
+		b.retainedBytes += messageBytes(m)
 	}
 	b.restoreDedup(rec.Dedup)
 	for _, rs := range rec.Sessions {
@@ -43,12 +44,14 @@ func (b *Broker) restore(rec *inflight.Recovered) {
 			e := &inflight.OutboundEntry{OutboundRecord: o}
 			if o.State == inflight.PublishSent {
 				e.Msg = rec.Messages[o.MsgSeq]
+				s.hold(e.Msg)
 			}
 			s.outbound.Add(e)
 			s.order = max(s.order, o.Order)
 		}
 		for _, q := range rs.Queue {
 			s.queue = append(s.queue, &queued{order: q.Order, qos: q.QoS, msg: rec.Messages[q.MsgSeq], subIDs: q.SubIDs, retain: q.Retain})
+			s.hold(rec.Messages[q.MsgSeq])
 			s.order = max(s.order, q.Order)
 		}
 		b.sessions[s.ClientID] = s

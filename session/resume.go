@@ -26,12 +26,22 @@ func (b *Broker) resume(batch *inflight.Batch, s *Session, req ConnectRequest, o
 		case e.State == inflight.PubrelSent: // PUBREL is never held back by the quota [MQTT-4.9.0-3]
 			s.sent++
 			out.add(s.conn, ack(packets.Pubrel, e.PacketID, reason.Success))
-		case s.sent < s.receiveMax: // [MQTT-3.3.1-1] DUP=1, same id
-			s.sent++
-			out.add(s.conn, publishPacket(e.Msg, e.PacketID, e.QoS, true, e.Retain, e.SubIDs, now))
+		case s.sent < s.receiveMax && len(s.unsent) == 0 && b.reserveResend(s, e, now, out):
 		default:
 			s.unsent[e.PacketID] = true
 		}
 	}
 	b.fill(batch, s, out)
+}
+
+// reserveResend queues e's PUBLISH again with DUP=1 and its id [MQTT-3.3.1-1] if the connection's
+// write queue has room for it. Caller holds b.mu.
+func (b *Broker) reserveResend(s *Session, e *inflight.OutboundEntry, now int64, out *outbox) bool {
+	pk := publishPacket(e.Msg, e.PacketID, e.QoS, true, e.Retain, e.SubIDs, now)
+	if !s.conn.Reserve(PublishCost(&pk)) {
+		return false
+	}
+	s.sent++
+	out.add(s.conn, pk)
+	return true
 }

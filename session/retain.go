@@ -12,12 +12,14 @@ func (b *Broker) retain(batch *inflight.Batch, m *inflight.Message) {
 		return
 	}
 	if len(m.Payload) == 0 {
-		if _, ok := b.retained[m.Topic]; ok {
+		if old, ok := b.retained[m.Topic]; ok {
+			b.retainedBytes -= messageBytes(old)
 			delete(b.retained, m.Topic)
 			batch.DeleteRetained(m.Topic)
 		}
 		return
 	}
+	b.retainedBytes += messageBytes(m) - messageBytes(b.retained[m.Topic])
 	b.retained[m.Topic] = m
 	batch.PutRetained(m)
 }
@@ -37,6 +39,7 @@ func (b *Broker) deliverRetained(batch *inflight.Batch, s *Session, sub inflight
 			continue
 		}
 		if m.Expired(now) {
+			b.retainedBytes -= messageBytes(m)
 			delete(b.retained, name)
 			batch.DeleteRetained(name)
 			continue

@@ -9,14 +9,18 @@ type match struct {
 	qos    byte
 	subIDs []int
 	retain bool
+	s      *Session // the session, once it is known to exist and to be allowed to read
 }
 
 // route fans m out to every session with a matching subscription that may read it (Options.MayRead)
 // and reports how many it was given to. Overlapping subscriptions of one session deliver once, at
 // the highest granted QoS, with every Subscription Identifier [MQTT-3.3.4-2]. publisher is the
 // client id of the publishing session, for No Local; "" for a message no client published.
-// Caller holds b.mu.
-func (b *Broker) route(batch *inflight.Batch, m *inflight.Message, publisher string, out *outbox) int {
+//
+// With refuse set (a QoS 1 or 2 PUBLISH under RefuseWhenFull), a message that would overflow the
+// queue of any session it is for is given to none of them: route returns that session and changes
+// nothing, so that the publisher can be refused and retry without a duplicate. Caller holds b.mu.
+func (b *Broker) route(batch *inflight.Batch, m *inflight.Message, publisher string, refuse bool, out *outbox) (given int, full *Session) {
 	matches := make(map[string]*match)
 	b.subs.Match(m.Topic, func(clientID, filter string, sub inflight.SubscriptionRecord) {
 		if sub.NoLocal && publisher != "" && clientID == publisher { // [MQTT-3.8.3-3]
@@ -35,14 +39,20 @@ func (b *Broker) route(batch *inflight.Batch, m *inflight.Message, publisher str
 			mt.retain = true
 		}
 	})
-	given := 0
 	for clientID, mt := range matches {
 		s := b.sessions[clientID]
 		if s == nil || !b.mayRead(s, m.Topic) {
+			delete(matches, clientID)
 			continue
 		}
-		b.deliver(batch, s, m, mt.qos, mt.subIDs, mt.retain, out)
-		given++
+		mt.s = s
+		if refuse && mt.qos > 0 && !b.hasRoom(s, m) {
+			s.turnedAway = true
+			return 0, s
+		}
 	}
-	return given
+	for _, mt := range matches {
+		b.deliver(batch, mt.s, m, mt.qos, mt.subIDs, mt.retain, out)
+	}
+	return len(matches), nil
 }

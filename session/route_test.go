@@ -20,6 +20,7 @@ type fakeConn struct {
 	mu     sync.Mutex
 	sent   []packets.Packet
 	closed bool
+	noRoom bool
 	got    chan struct{}
 }
 
@@ -36,6 +37,13 @@ func (c *fakeConn) Close(reason.Code) {
 	c.mu.Lock()
 	c.closed = true
 	c.mu.Unlock()
+}
+
+// Reserve says no while the test has set noRoom: the connection's write queue is full.
+func (c *fakeConn) Reserve(int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.noRoom
 }
 
 // next waits for the next packet of type typ and returns it, skipping nothing.
@@ -165,11 +173,12 @@ func TestTakenOverConnectionCannotChangeSession(t *testing.T) {
 	}
 }
 
-// A session's queue is bounded: what does not fit is dropped, counted and logged, and
-// what fits is delivered in order when the session resumes [MQTT-4.6.0-6].
+// A session's queue is bounded: with QueueFull DropNew, what does not fit is dropped and counted,
+// and what fits is delivered in order when the session resumes [MQTT-4.6.0-6].
 func TestQueueBoundedAndCounted(t *testing.T) {
 	b := newTestBroker(t)
 	b.opts.MaxQueued = 2
+	b.opts.QueueFull = DropNew
 	sub, subConn := connect(t, b, "sub", 3600)
 	b.Subscribe(sub, subConn, 1, []SubscriptionRequest{{Filter: "q", QoS: 1}})
 	subConn.next(t, packets.Suback)

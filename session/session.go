@@ -33,6 +33,9 @@ type Session struct {
 	queue    []*queued         // messages waiting for the connection or for send quota
 	order    uint64            // last delivery order handed out (outbound and queue share it)
 
+	heldBytes  int64 // bytes of the message bodies in queue and outbound (Options.MaxQueuedBytes)
+	turnedAway bool  // a message was refused or dropped for want of room since s last freed some
+
 	subs map[string]inflight.SubscriptionRecord // by filter
 
 	will      *inflight.Will

@@ -1,5 +1,7 @@
 package session
 
+import "slices"
+
 // Stats is a snapshot of what the broker holds and what it counted since start.
 type Stats struct {
 	Sessions              int // sessions held, connected or not
@@ -7,10 +9,14 @@ type Stats struct {
 	InboundAwaitingPubrel int // QoS 2 ids received and answered with PUBREC, awaiting PUBREL
 	OutboundInFlight      int // QoS 1/2 deliveries awaiting PUBACK, PUBREC or PUBCOMP
 	Queued                int // messages waiting in session queues
-	QueuedBytes           int // their payloads, in bytes
 	Subscriptions         int // subscriptions, one per session and filter
 	Retained              int // retained messages
 	DedupIDs              int // dedup ids in the window
+	RetainedBytes         int64
+	QueuedBytes           int64 // bytes of message bodies held by sessions, queued or in flight
+	// FullSessions are the client ids of the sessions that turned a message away for want of room
+	// since they last freed some, at most MaxFullSessions of them, sorted.
+	FullSessions []string
 
 	// The counters of Metrics.
 	QueueOverflow   uint64
@@ -24,7 +30,12 @@ type Stats struct {
 
 	DuplicatesByPacketID uint64
 	DuplicatesByDedupID  uint64
+	QueueRefused         uint64 // Metrics.QueueFullRefused
+	RetainedFull         uint64
 }
+
+// MaxFullSessions bounds Stats.FullSessions.
+const MaxFullSessions = 100
 
 // Stats counts, under the lock, what the broker holds. It visits every session: call it for a
 // metrics scrape, not per message.
@@ -47,6 +58,9 @@ func (b *Broker) Stats() Stats {
 		DedupIDs:             b.dedup.window.Len(),
 		DuplicatesByPacketID: b.Metrics.DuplicatesByPacketID.Load(),
 		DuplicatesByDedupID:  b.Metrics.DuplicatesByDedupID.Load(),
+		QueueRefused:         b.Metrics.QueueFullRefused.Load(),
+		RetainedFull:         b.Metrics.RetainedFull.Load(),
+		RetainedBytes:        b.retainedBytes,
 	}
 	for _, s := range b.sessions {
 		if s.connected() {
@@ -55,9 +69,11 @@ func (b *Broker) Stats() Stats {
 		st.InboundAwaitingPubrel += s.inbound.Len()
 		st.OutboundInFlight += s.outbound.Len()
 		st.Queued += len(s.queue)
-		for _, q := range s.queue {
-			st.QueuedBytes += len(q.msg.Payload)
+		st.QueuedBytes += s.heldBytes
+		if s.turnedAway && len(st.FullSessions) < MaxFullSessions {
+			st.FullSessions = append(st.FullSessions, s.ClientID)
 		}
 	}
+	slices.Sort(st.FullSessions)
 	return st
 }

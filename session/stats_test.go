@@ -1,6 +1,7 @@
 package session
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/oncemq/oncemq/session/reason"
@@ -8,7 +9,7 @@ import (
 
 func TestStats(t *testing.T) {
 	h := newHarness(t, Options{MayRead: func(clientID, _, _ string) bool { return clientID != "nosy" }})
-	if st := h.b.Stats(); st != (Stats{}) {
+	if st := h.b.Stats(); !reflect.DeepEqual(st, Stats{}) {
 		t.Errorf("empty broker: %+v", st)
 	}
 
@@ -31,12 +32,13 @@ func TestStats(t *testing.T) {
 		InboundAwaitingPubrel: 2,
 		OutboundInFlight:      1,
 		Queued:                3,
-		QueuedBytes:           6, // m1, m2 for off; m2 for on
 		Subscriptions:         3,
 		Retained:              1,
 		NotAuthorized:         2,
+		RetainedBytes:         int64(len("r") + len("kept")),
+		QueuedBytes:           4 * int64(len("t")+len("m1")), // m1 in flight to on, m2 queued for on, both queued for off
 	}
-	if st := h.b.Stats(); st != want {
+	if st := h.b.Stats(); !reflect.DeepEqual(st, want) {
 		t.Errorf("Stats\n got %+v\nwant %+v", st, want)
 	}
 }

@@ -72,6 +72,9 @@ func (b *Broker) subscribe(batch *inflight.Batch, s *Session, req SubscriptionRe
 	sub := inflight.SubscriptionRecord{Filter: req.Filter, QoS: min(req.QoS, 2), NoLocal: req.NoLocal,
 		RetainAsPublished: req.RetainAsPublished, RetainHandling: req.RetainHandling, Identifier: req.Identifier}
 	_, existed := s.subs[sub.Filter]
+	if !existed && len(s.subs) >= b.opts.MaxSubscriptions {
+		return b.failCode(s, reason.QuotaExceeded)
+	}
 	if s.subs == nil {
 		s.subs = make(map[string]inflight.SubscriptionRecord)
 	}

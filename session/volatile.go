@@ -30,7 +30,7 @@ func (b *Broker) PublishVolatile(msgs []*inflight.Message) {
 	for _, m := range msgs {
 		m.QoS, m.Retain = 0, true
 		b.volatile[m.Topic] = m
-		b.route(scratch, m, "", &out)
+		b.route(scratch, m, "", false, &out) // QoS 0 is never refused
 	}
 	if b.keptOutOfJournal(scratch) {
 		// Sent now, under b.mu, as an uncommitted QoS 0 publish is (accept): it promises

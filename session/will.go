@@ -47,7 +47,7 @@ func (b *Broker) publishWill(batch *inflight.Batch, s *Session, out *outbox) {
 	if msg.Properties.MessageExpiryInterval > 0 {
 		msg.ExpiresAt = now + int64(msg.Properties.MessageExpiryInterval)*int64(time.Second)
 	}
-	b.route(batch, msg, s.ClientID, out)
+	b.route(batch, msg, s.ClientID, false, out) // a will is never refused: drops are counted
 	b.retain(batch, msg)
 	if s.durable() && b.sessions[s.ClientID] == s {
 		batch.PutSession(s.record())

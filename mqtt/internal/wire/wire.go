@@ -72,6 +72,14 @@ func FromServer(typ byte) bool { return typ < 16 && senders[typ]&byServer != 0 }
 // before its body is allocated [MQTT-3.2.2-15]. The body is a fresh buffer, so the strings and
 // slices the decoder aliases into it stay valid for as long as they are kept.
 func ReadFrame(hb byte, r Reader, version byte, maxSize int) (pk packets.Packet, body []byte, err error) {
+	return ReadFrameWith(hb, r, version, maxSize, nil)
+}
+
+// ReadFrameWith is ReadFrame that first asks acquire, if not nil, for the body's bytes, once the
+// remaining length is known and before the body is allocated; an error from it is returned as is.
+// The caller gives the bytes (pk.FixedHeader.Remaining) back once done with the body, if acquire
+// was called and succeeded (body not nil, or err not from acquire).
+func ReadFrameWith(hb byte, r Reader, version byte, maxSize int, acquire func(n int) error) (pk packets.Packet, body []byte, err error) {
 	if err := pk.FixedHeader.Decode(hb); err != nil {
 		return pk, nil, err // a packets.Code: flags, QoS, DUP without QoS
 	}
@@ -84,6 +92,11 @@ func ReadFrame(hb byte, r Reader, version byte, maxSize int) (pk packets.Packet,
 	}
 	pk.FixedHeader.Remaining = remaining
 	pk.ProtocolVersion = version
+	if acquire != nil {
+		if err := acquire(remaining); err != nil {
+			return pk, nil, err
+		}
+	}
 	body = make([]byte, remaining)
 	if _, err := io.ReadFull(r, body); err != nil {
 		return pk, nil, noEOF(err)

@@ -53,6 +53,8 @@ type config struct {
 	AdminTokenFile string // file holding the admin API's bearer token; "" for none
 	Pprof          bool   // serve /debug/pprof/ on the admin listener
 
+	Limits limits // the other bounds on what clients may make the broker hold
+
 	// origin says where each setting given came from, by flag name ("--tls-cert",
 	// "ONCEMQ_TLS_CERT", "oncemq.yaml:4"), for the errors of checks that span settings.
 	origin map[string]string
@@ -71,7 +73,7 @@ type option struct {
 	set                       func(c *config, v string) error
 }
 
-var options = []option{
+var options = append([]option{
 	{"config", "ONCEMQ_CONFIG", "FILE", "", "YAML file of settings, keyed by flag name (tls-cert: for --tls-cert);\n" +
 		"a flag beats its variable, which beats the file", setConfigFile},
 	{"listen", "ONCEMQ_LISTEN", "ADDR...", "", "MQTT over TCP on ADDR (host:port; port 0 picks a free port);\n" +
@@ -113,7 +115,7 @@ var options = []option{
 	{"admin-token", "ONCEMQ_ADMIN_TOKEN", "FILE", "", "file holding the bearer token of the admin API (/admin/...);\n" +
 		"without it only /metrics, /healthz and /readyz are served", setAdminTokenFile},
 	{"pprof", "ONCEMQ_PPROF", "", "false", "serve /debug/pprof/ on the admin listener (needs --admin-token off loopback)", setPprof},
-}
+}, limitOptions...)
 
 // allListeners is the address of every listener, of every kind.
 func (c *config) allListeners() []string {

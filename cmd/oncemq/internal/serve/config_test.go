@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oncemq/oncemq/mqtt"
 	"github.com/oncemq/oncemq/mqtt/mqtttest"
 )
 
@@ -21,12 +22,37 @@ func defaults() config {
 	return withDefaults(config{Listen: []string{"127.0.0.1:1883"}, DataDir: "./data", Sync: "always", LogLevel: slog.LevelInfo, MaxQueued: 10000})
 }
 
-// withDefaults is c with the settings that are not part of c at their defaults (dedup, $SYS, log format).
+// withDefaults is c with the settings that are not part of c at their defaults (dedup, $SYS, log format, limits).
 func withDefaults(c config) config {
 	c.DedupProperty, c.DedupScope, c.DedupWindow, c.DedupMax = "dedup-id", "client", 5*time.Minute, 1_000_000
 	c.SysInterval = 10 * time.Second
 	c.LogFormat = "text"
+	c.Limits = defaultLimits
 	return c
+}
+
+// defaultLimits are the limits' defaults as the options table states them.
+var defaultLimits = limits{MaxQueuedBytes: 64 << 20, MaxSubscriptions: 1000, MaxSessions: 200000, MaxRetained: 100000,
+	MaxRetainedBytes: 256 << 20, MaxWillSize: 64 << 10, MaxConnections: 100000, WriteQueueBytes: 4 << 20,
+	ReadBudgetBytes: 64 << 20, PacketTimeout: 30 * time.Second, ReceiveMaximum: 1024}
+
+// The limits' flags and sizes parse, and a bad value names its flag.
+func TestParseLimits(t *testing.T) {
+	cfg, err := parseConfig([]string{"--max-queued-bytes=2MiB", "--queue-full=drop-oldest", "--max-connections=5",
+		"--receive-maximum=65535", "--max-keepalive=60", "--max-session-expiry=3600", "--packet-timeout=2s"}, envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := cfg.Limits
+	if l.MaxQueuedBytes != 2<<20 || l.QueueFull != mqtt.QueueFullDropOldest || l.MaxConnections != 5 ||
+		l.ReceiveMaximum != 65535 || l.MaxKeepAlive != 60 || l.MaxSessionExpiry != 3600 || l.PacketTimeout != 2*time.Second {
+		t.Errorf("limits %+v", l)
+	}
+	for _, bad := range []string{"--receive-maximum=65536", "--queue-full=drop", "--max-queued-bytes=1TB", "--max-connections=0"} {
+		if _, err := parseConfig([]string{bad}, envOf(nil)); err == nil || !strings.Contains(err.Error(), strings.SplitN(bad, "=", 2)[0]) {
+			t.Errorf("%s: err %v, want one naming the flag", bad, err)
+		}
+	}
 }
 
 func TestParseServeConfig(t *testing.T) {

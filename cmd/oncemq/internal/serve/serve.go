@@ -158,6 +158,7 @@ func newServer(cfg config, version string, log *slog.Logger, adm *admin.Admin) (
 		DedupWindow:    offIfZero(cfg.DedupWindow),
 		DedupMax:       offIfZero(cfg.DedupMax),
 	}
+	cfg.Limits.apply(&opts)
 	if adm != nil {
 		opts.OnCommit = adm.OnCommit
 	}
