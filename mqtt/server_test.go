@@ -140,8 +140,9 @@ func TestStats(t *testing.T) {
 	if st.Sent != [3]uint64{0, 0, 1} || st.SentBytes != [3]uint64{0, 0, 3} {
 		t.Errorf("Stats.Sent = %v, bytes %v; want [0 0 1], [0 0 3]", st.Sent, st.SentBytes)
 	}
-	if st.QueuedBytes != 3 || st.Accepted != 2 || len(st.Refused) != 0 {
-		t.Errorf("Stats.QueuedBytes = %d, Accepted = %d, Refused = %v; want 3, 2, none", st.QueuedBytes, st.Accepted, st.Refused)
+	// The sub holds "one" in flight and "two" queued: topic and payload of each.
+	if st.QueuedBytes != 8 || st.Accepted != 2 || len(st.Refused) != 0 {
+		t.Errorf("Stats.QueuedBytes = %d, Accepted = %d, Refused = %v; want 8, 2, none", st.QueuedBytes, st.Accepted, st.Refused)
 	}
 	if want := map[string]int{b.Addr(): 2}; !reflect.DeepEqual(st.ConnectionsByListener, want) {
 		t.Errorf("Stats.ConnectionsByListener = %v, want %v", st.ConnectionsByListener, want)

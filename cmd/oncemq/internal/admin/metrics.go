@@ -69,7 +69,7 @@ var (
 	descSentBytes   = desc("oncemq_sent_bytes_total", "Payload bytes of the PUBLISH packets sent, by QoS.", "qos")
 	descInflight    = desc("oncemq_inflight_ids", "Packet ids in flight: inbound QoS 2 ids awaiting PUBREL, outbound ids awaiting PUBACK, PUBREC or PUBCOMP.", "direction")
 	descQueued      = desc("oncemq_queued_messages", "Messages waiting in session queues (offline, or beyond the client's Receive Maximum).")
-	descQueuedBytes = desc("oncemq_queued_bytes", "Payload bytes of the messages waiting in session queues.")
+	descQueuedBytes = desc("oncemq_queued_bytes", "Bytes (topic and payload) of the messages sessions hold, queued or in flight.")
 	descDropped     = desc("oncemq_dropped_messages_total", "Messages dropped on purpose instead of delivered to a session, by reason.", "reason")
 	descExpired     = desc("oncemq_sessions_expired_total", "Sessions removed by Session Expiry since start.")
 	descRetained    = desc("oncemq_retained_messages", "Retained messages held.")
