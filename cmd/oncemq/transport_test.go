@@ -282,3 +282,32 @@ func TestStartupRefusesBadTransportSettings(t *testing.T) {
 		})
 	}
 }
+
+// With --tls-identity-as-username, the verified client certificate's Common Name is the username,
+// with no password: the ACL's pattern devices/%u/# lets the device with certificate CN device-7
+// write and read under devices/device-7/ and nowhere else, and the broker logs it by that name.
+func TestTLSIdentityAsUsernameWithMosquitto(t *testing.T) {
+	requireMosquitto(t)
+	acl := filepath.Join(t.TempDir(), "acl")
+	if err := os.WriteFile(acl, []byte("pattern readwrite devices/%u/#\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, ca, f := tlsBroker(t, true, "--tls-identity-as-username", "--acl-file", acl)
+	_, host, port := onlyURL(t, b, "mqtts")
+	dev := ca.WriteFiles(t, t.TempDir(), "device", "device-7")
+	tlsArgs := []string{"-h", host, "-p", port, "--cafile", f.CA, "--cert", dev.Cert, "--key", dev.Key}
+	for _, v := range mosquittoVersions {
+		t.Run(v, func(t *testing.T) {
+			// A filter wider than the rules is granted and filtered per message.
+			sub := startMosquittoSub(t, b, v, append(tlsArgs, "-i", "sub-"+v, "-q", "1", "-t", "devices/#", "-C", "1", "-W", "10")...)
+			if out, err := runMosquittoPub(t, append(tlsArgs, "-V", v, "-i", "pub-"+v, "-q", "1", "-t", "devices/device-8/x", "-m", "not mine")...); err != nil {
+				t.Logf("publish to another device's topic: %v\n%s", err, out) // refused: 5.0 0x87, 3.1.1 acknowledged and dropped
+			}
+			mosquittoPub(t, b, v, append(tlsArgs, "-i", "pub-"+v, "-q", "1", "-t", "devices/device-7/x", "-m", "mine")...)
+			checkMessages(t, sub.wait(t), mqttMessage{QoS: "1", Retain: "0", Topic: "devices/device-7/x", Payload: "mine"})
+		})
+	}
+	if log := b.Log(); !strings.Contains(log, "username=device-7") {
+		t.Errorf("the broker does not log the certificate's Common Name as the username:\n%s", log)
+	}
+}
