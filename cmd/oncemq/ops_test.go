@@ -140,10 +140,11 @@ func TestInspectKnownSessions(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("inspect --json: %v\n%s", err, out)
 	}
+	anonymous := "" // the owner these clients, without a username, gave their sessions
 	want := []inspect.Session{
-		{ClientID: "pub", ProtocolVersion: 5, ExpiryInterval: 600, Subscriptions: []string{},
+		{ClientID: "pub", Username: &anonymous, ProtocolVersion: 5, ExpiryInterval: 600, Subscriptions: []string{},
 			InboundAwaiting: []uint16{3}, Outbound: []inspect.Outbound{}},
-		{ClientID: "sub", ProtocolVersion: 5, ExpiryInterval: 3600, Subscriptions: []string{"t/# qos=2"},
+		{ClientID: "sub", Username: &anonymous, ProtocolVersion: 5, ExpiryInterval: 3600, Subscriptions: []string{"t/# qos=2"},
 			InboundAwaiting: []uint16{}, Outbound: []inspect.Outbound{{PacketID: first.PacketID, State: "publish-sent", QoS: 2}},
 			Queued: 2, QueuedBytes: 10},
 	}

@@ -22,11 +22,11 @@ type Report struct {
 	OrphanMessages  int       `json:"orphan_messages"`  // the next start removes them
 }
 
-// Session is one stored session. Username and Online are not in the file: a stopped broker has no
-// connection, and the file keeps no owner.
+// Session is one stored session. Its username is the owner the file records (null for a session
+// stored before owners existed); Online is not in the file: a stopped broker has no connection.
 type Session struct {
 	ClientID        string     `json:"client_id"`
-	Username        *string    `json:"username"` // always null: not stored
+	Username        *string    `json:"username"` // the owner; null: not recorded
 	Online          *bool      `json:"online"`   // always null: n/a offline
 	ProtocolVersion byte       `json:"protocol_version"`
 	ExpiryInterval  uint32     `json:"expiry_interval"`           // seconds; 4294967295 never
@@ -62,7 +62,8 @@ func newReport(in *inflight.Inspection, client string) Report {
 func sessionOf(s inflight.InspectedSession) Session {
 	out := Session{ClientID: s.Record.ClientID, ProtocolVersion: s.Record.ProtocolVersion,
 		ExpiryInterval: s.Record.ExpiryInterval, Queued: len(s.Queue), QueuedBytes: s.QueuedBytes,
-		HasWill: s.Record.Will != nil, Subscriptions: []string{}, InboundAwaiting: []uint16{}, Outbound: []Outbound{}}
+		HasWill: s.Record.Will != nil, Subscriptions: []string{}, InboundAwaiting: []uint16{}, Outbound: []Outbound{},
+		Username: s.Record.Owner}
 	if at := s.Record.DisconnectedAt; at != 0 {
 		t := time.Unix(0, at).UTC()
 		out.DisconnectedAt = &t
@@ -83,7 +84,11 @@ func sessionOf(s inflight.InspectedSession) Session {
 func (r Report) writeText(w io.Writer) {
 	for _, s := range r.Sessions {
 		fmt.Fprintf(w, "session %q\n", s.ClientID)
-		fmt.Fprintf(w, "  username:        n/a (not stored)\n  online:          n/a (broker stopped)\n")
+		owner := "n/a (not recorded)"
+		if s.Username != nil {
+			owner = fmt.Sprintf("%q", *s.Username)
+		}
+		fmt.Fprintf(w, "  username:        %s\n  online:          n/a (broker stopped)\n", owner)
 		fmt.Fprintf(w, "  protocol:        %s\n", protocolName(s.ProtocolVersion))
 		fmt.Fprintf(w, "  expiry:          %s\n", expiryText(s))
 		fmt.Fprintf(w, "  subscriptions:   %s\n", listText(s.Subscriptions))
