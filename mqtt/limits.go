@@ -38,24 +38,8 @@ const (
 func hardConnectionCap(limit int) int { return limit + limit/10 + 16 }
 
 func (o *Options) setLimitDefaults() {
-	if o.MaxQueued <= 0 {
-		o.MaxQueued = session.DefaultMaxQueued
-	}
-	if o.MaxQueuedBytes <= 0 {
-		o.MaxQueuedBytes = session.DefaultMaxQueuedBytes
-	}
-	if o.MaxSubscriptions <= 0 {
-		o.MaxSubscriptions = session.DefaultMaxSubscriptions
-	}
-	if o.MaxSessions <= 0 {
-		o.MaxSessions = session.DefaultMaxSessions
-	}
-	if o.MaxRetained <= 0 {
-		o.MaxRetained = session.DefaultMaxRetained
-	}
-	if o.MaxRetainedBytes <= 0 {
-		o.MaxRetainedBytes = session.DefaultMaxRetainedBytes
-	}
+	// The session layer's limits (MaxQueued, MaxQueuedBytes, MaxSubscriptions, MaxSessions,
+	// MaxRetained, MaxRetainedBytes) get their defaults there: a zero is passed on as it is.
 	if o.MaxWillSize <= 0 {
 		o.MaxWillSize = DefaultMaxWillSize
 	}

@@ -4,6 +4,8 @@
 package cli
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 )
@@ -35,3 +37,22 @@ func UsageError(w io.Writer, prefix, msg, helpCmd string) int {
 
 // IsHelp reports whether arg asks for help: -h, -help or --help.
 func IsHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
+
+// Parse parses a subcommand's flags, which take no positional argument. It answers -h/--help with
+// usage on Stdout and a bad flag or a stray argument with a usage error on Stderr; ok is false
+// then, and code is the exit code to return.
+func Parse(fs *flag.FlagSet, args []string, env Env, usage string) (code int, ok bool) {
+	name := "oncemq " + fs.Name()
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(env.Stdout, usage)
+			return ExitOK, false
+		}
+		return UsageError(env.Stderr, name, err.Error(), name+" --help"), false
+	}
+	if fs.NArg() > 0 {
+		return UsageError(env.Stderr, name, fmt.Sprintf("unexpected argument %q", fs.Arg(0)), name+" --help"), false
+	}
+	return ExitOK, true
+}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"path/filepath"
 
 	"github.com/oncemq/oncemq/cmd/oncemq/internal/cli"
@@ -28,17 +27,9 @@ Flags:
 // Main runs compact. Exit codes: 0 compacted, 1 failed (or the file is in use), 2 bad flags.
 func Main(args []string, env cli.Env) int {
 	fs := flag.NewFlagSet("compact", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	dir := fs.String("data", "./data", "")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(env.Stdout, usage)
-			return cli.ExitOK
-		}
-		return cli.UsageError(env.Stderr, "oncemq compact", err.Error(), "oncemq compact --help")
-	}
-	if fs.NArg() > 0 {
-		return cli.UsageError(env.Stderr, "oncemq compact", fmt.Sprintf("unexpected argument %q", fs.Arg(0)), "oncemq compact --help")
+	if code, ok := cli.Parse(fs, args, env, usage); !ok {
+		return code
 	}
 	path := filepath.Join(*dir, mqtt.DataFile)
 	before, after, err := inflight.Compact(path)

@@ -5,7 +5,6 @@ package health
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -29,18 +28,10 @@ is not or cannot be reached (the reason is printed), 2 for bad flags.
 // Main runs the health check.
 func Main(args []string, env cli.Env) int {
 	fs := flag.NewFlagSet("health", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	addr := fs.String("http", "", "")
 	timeout := fs.Duration("timeout", 3*time.Second, "")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(env.Stdout, usage)
-			return cli.ExitOK
-		}
-		return cli.UsageError(env.Stderr, "oncemq health", err.Error(), "oncemq health --help")
-	}
-	if fs.NArg() > 0 {
-		return cli.UsageError(env.Stderr, "oncemq health", fmt.Sprintf("unexpected argument %q", fs.Arg(0)), "oncemq health --help")
+	if code, ok := cli.Parse(fs, args, env, usage); !ok {
+		return code
 	}
 	if *addr == "" {
 		*addr = strings.TrimSpace(env.Getenv("ONCEMQ_HTTP_LISTEN"))

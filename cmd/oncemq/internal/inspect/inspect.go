@@ -7,7 +7,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"path/filepath"
 	"time"
 
@@ -32,19 +31,11 @@ Flags:
 // Main runs inspect. Exit codes: 0 printed, 1 the file cannot be read (or is in use), 2 bad flags.
 func Main(args []string, env cli.Env) int {
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	dir := fs.String("data", "./data", "")
 	client := fs.String("client", "", "")
 	asJSON := fs.Bool("json", false, "")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(env.Stdout, usage)
-			return cli.ExitOK
-		}
-		return cli.UsageError(env.Stderr, "oncemq inspect", err.Error(), "oncemq inspect --help")
-	}
-	if fs.NArg() > 0 {
-		return cli.UsageError(env.Stderr, "oncemq inspect", fmt.Sprintf("unexpected argument %q", fs.Arg(0)), "oncemq inspect --help")
+	if code, ok := cli.Parse(fs, args, env, usage); !ok {
+		return code
 	}
 	path := filepath.Join(*dir, mqtt.DataFile)
 	in, err := inflight.Inspect(path, time.Now().UnixNano())
