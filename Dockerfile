@@ -33,10 +33,10 @@ COPY --from=build --chown=65532:65532 /out/data /data
 # The default config (listen on :1883, state in /data). Mount a folder on /etc/oncemq with your
 # own oncemq.yaml, password file and certificates to replace it (read-only is enough). Listeners
 # are not set by ENV: a variable would beat the mounted file's listeners.
-COPY docker/oncemq.yaml /etc/oncemq/oncemq.yaml
+COPY cmd/oncemq/docker.yaml /etc/oncemq/oncemq.yaml
 USER 65532:65532
 VOLUME ["/data"]
-# docker/oncemq.yaml opens the admin listener (metrics, health) on :9100; the health check probes
+# cmd/oncemq/docker.yaml opens the admin listener (metrics, health) on :9100; the health check probes
 # its /readyz with the binary itself (the image has no shell or curl), on 127.0.0.1:9100.
 EXPOSE 1883 9100
 HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 CMD ["/oncemq", "health", "--http", "127.0.0.1:9100"]

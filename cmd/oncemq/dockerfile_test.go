@@ -34,7 +34,7 @@ func TestDockerfile(t *testing.T) {
 					if _, err := os.Stat(filepath.Join(root, src)); err != nil {
 						t.Errorf("Dockerfile copies %s from the repository: %v", src, err)
 					}
-					if src == "docker/oncemq.yaml" {
+					if src == "cmd/oncemq/docker.yaml" {
 						copied = fields[len(fields)-1]
 					}
 				}
@@ -59,7 +59,7 @@ func TestDockerfile(t *testing.T) {
 	}
 
 	// The image's config parses and starts the broker; flags beat its listener and data folder.
-	config, err := filepath.Abs(filepath.Join(root, "docker", "oncemq.yaml"))
+	config, err := filepath.Abs(filepath.Join(root, "cmd", "oncemq", "docker.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
