@@ -85,6 +85,9 @@ func Main(args []string, env cli.Env) int {
 	}
 	stopReloads := reloadOnSignal(hup, reloaders, log)
 	defer stopReloads()
+	// Ready from here: the listeners are bound and about to be served, so what reads the
+	// start-up line finds /readyz ready.
+	listening(true)
 	log.Info("oncemq started", startedAttrs(env.Version, cfg, lns)...)
 	return serveUntilSignal(srv, lns, sigs, log, listening)
 }
@@ -183,11 +186,9 @@ func offIfZero[T int | time.Duration](v T) T {
 }
 
 // serveUntilSignal serves every listener until a signal comes, or a Serve fails, then shuts the
-// broker down and returns the exit code. listening is told when the listeners start being served,
-// and when the first of them stops.
+// broker down and returns the exit code. listening is told when the first of them stops.
 func serveUntilSignal(srv *mqtt.Server, lns []listener, sigs <-chan os.Signal, log *slog.Logger, listening func(bool)) int {
 	served := make(chan error, len(lns))
-	listening(true)
 	var stopped sync.Once
 	for _, l := range lns {
 		go func() {
