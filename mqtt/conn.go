@@ -62,6 +62,7 @@ type conn struct {
 	keepAliveSecs uint16            // the client's Keep Alive, for the connect log
 	cleanStart    bool              // the CONNECT's Clean Start, for the connect log
 	aliases       map[uint16]string // inbound topic aliases; reader only
+	held          *heldPacket       // read with the CONNECT, handled after its CONNACK; reader only
 
 	qos1Pending atomic.Int32 // QoS 1 PUBLISHes received whose PUBACK is not sent yet
 	dropped     atomic.Uint64

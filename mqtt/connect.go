@@ -49,6 +49,7 @@ func (c *conn) handleConnect() error {
 	if err := c.authorizeWill(&req); err != nil {
 		return err
 	}
+	req.Subscribes = c.readPipelinedSubscribes()
 	return c.openSession(req, props)
 }
 
@@ -263,6 +264,9 @@ func (c *conn) openSession(req session.ConnectRequest, props packets.Properties)
 	c.attach(c.sess)
 	if ev := c.srv.opts.Events.Connect; ev != nil {
 		ev(c.info, sessionPresent)
+	}
+	for _, ps := range req.Subscribes {
+		c.subscribeEvent(ps.Requests, ps.Codes)
 	}
 	return nil
 }

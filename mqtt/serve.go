@@ -96,7 +96,7 @@ func (c *conn) awaitPacket() error {
 		deadline = time.Now().Add(c.keepAlive)
 	}
 	_ = c.nc.SetReadDeadline(deadline)
-	if c.br != nil && c.br.Buffered() > 0 {
+	if c.held != nil || c.br != nil && c.br.Buffered() > 0 {
 		return nil
 	}
 	c.releaseReader()
@@ -111,7 +111,14 @@ func (c *conn) awaitPacket() error {
 //
 //go:noinline
 func (c *conn) nextPacket(end *connEnd) error {
-	pk, err := c.readPacket()
+	var pk packets.Packet
+	var err error
+	if h := c.held; h != nil {
+		c.held = nil
+		pk, err = h.pk, h.err
+	} else {
+		pk, err = c.readPacket()
+	}
 	if err == nil {
 		err = c.handle(&pk)
 	}
