@@ -77,10 +77,12 @@ type conn struct {
 	closeReason reason.Code
 
 	writerDone chan struct{} // closed once the socket is closed
+	readerDone chan struct{} // closed once the reader reads no more (see linger)
 }
 
 func newConn(srv *Server, nc net.Conn, listener net.Addr) *conn {
-	return &conn{srv: srv, nc: nc, listener: listener, acceptedAt: time.Now(), writerDone: make(chan struct{})}
+	return &conn{srv: srv, nc: nc, listener: listener, acceptedAt: time.Now(), writerDone: make(chan struct{}),
+		readerDone: make(chan struct{})}
 }
 
 // describe is the client as the hooks see it, with the given username.
@@ -236,6 +238,13 @@ func (c *conn) Close(code reason.Code) {
 	c.startWriter()
 }
 
+// isClosing reports whether the connection is being closed by the broker.
+func (c *conn) isClosing() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closing
+}
+
 // startWriter starts the writer goroutine unless one runs. c.mu must be held.
 func (c *conn) startWriter() {
 	if !c.writing {
@@ -286,7 +295,8 @@ func (c *conn) writeLoop() {
 				publishes++
 			}
 		}
-		if closing && c.version == 5 && closeReason.IsFailure() {
+		disconnect := closing && c.version == 5 && closeReason.IsFailure()
+		if disconnect {
 			d := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Disconnect}, ReasonCode: byte(closeReason)}
 			c.encode(buf, &d)
 			count++
@@ -301,7 +311,7 @@ func (c *conn) writeLoop() {
 				c.closing = true // the writer stays marked running: nothing else may write
 				c.queue = nil
 				c.mu.Unlock()
-				closing = true
+				closing, disconnect = true, false
 			}
 		}
 		c.written(batch)
@@ -311,6 +321,9 @@ func (c *conn) writeLoop() {
 			queues.Put(&batch)
 		}
 		if closing {
+			if disconnect {
+				c.linger()
+			}
 			c.nc.Close()
 			close(c.writerDone)
 			return
