@@ -170,6 +170,11 @@ func (c *conn) connectRequest(pk *packets.Packet) (session.ConnectRequest, packe
 		props.MaximumPacketSize = uint32(c.srv.opts.MaxPacketSize)
 		props.TopicAliasMaximum = topicAliasMaximum
 		props.SharedSubAvailable, props.SharedSubAvailableFlag = 0, true
+		if pk.Properties.RequestResponseInfo == 1 {
+			// Response Information only when asked for [MQTT-3.1.2-28]: a topic root of the
+			// client's own for the responses it wants.
+			props.ResponseInfo = c.srv.opts.ResponseTopicPrefix + clientID + "/"
+		}
 	}
 	return req, props, nil
 }
@@ -295,6 +300,7 @@ func (c *conn) sendConnack(code ReasonCode, present bool, props packets.Properti
 		wireCode = byte(rc)
 	}
 	c.Send(packets.Packet{
+		Mods:           packets.Mods{AllowResponseInfo: props.ResponseInfo != ""}, // the codec writes it only then
 		FixedHeader:    packets.FixedHeader{Type: packets.Connack},
 		ReasonCode:     wireCode,
 		SessionPresent: present && code == reason.Success,
