@@ -62,6 +62,7 @@ type conn struct {
 	keepAliveSecs uint16            // the client's Keep Alive, for the connect log
 	cleanStart    bool              // the CONNECT's Clean Start, for the connect log
 	aliases       map[uint16]string // inbound topic aliases; reader only
+	outAliases    outAliases        // outbound topic aliases; max set by CONNECT, used by the writer only
 	held          *heldPacket       // read with the CONNECT, handled after its CONNACK; reader only
 
 	qos1Pending atomic.Int32 // QoS 1 PUBLISHes received whose PUBACK is not sent yet
@@ -369,6 +370,11 @@ func (c *conn) attach(s *session.Session) {
 // encode appends pk to buf in the client's protocol version.
 func (c *conn) encode(buf *bytes.Buffer, pk *packets.Packet) {
 	pk.ProtocolVersion = c.version
+	if pk.FixedHeader.Type == packets.Publish {
+		if restore := c.outAliases.apply(pk); restore != nil {
+			defer restore()
+		}
+	}
 	if err := wire.Encode(buf, pk); err != nil {
 		c.log().Error("encode failed", slog.String("packet", packets.PacketNames[pk.FixedHeader.Type]), slog.Any("err", err))
 		return

@@ -170,6 +170,7 @@ func (c *conn) connectRequest(pk *packets.Packet) (session.ConnectRequest, packe
 		props.MaximumPacketSize = uint32(c.srv.opts.MaxPacketSize)
 		props.TopicAliasMaximum = topicAliasMaximum
 		props.SharedSubAvailable, props.SharedSubAvailableFlag = 0, true
+		c.outAliases.max = min(pk.Properties.TopicAliasMaximum, maxOutAliases)
 		if pk.Properties.RequestResponseInfo == 1 {
 			// Response Information only when asked for [MQTT-3.1.2-28]: a topic root of the
 			// client's own for the responses it wants.
