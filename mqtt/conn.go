@@ -370,16 +370,35 @@ func (c *conn) attach(s *session.Session) {
 // encode appends pk to buf in the client's protocol version.
 func (c *conn) encode(buf *bytes.Buffer, pk *packets.Packet) {
 	pk.ProtocolVersion = c.version
-	if pk.FixedHeader.Type == packets.Publish {
-		if restore := c.outAliases.apply(pk); restore != nil {
-			defer restore()
-		}
+	var err error
+	if pk.FixedHeader.Type == packets.Publish && c.outAliases.max > 0 {
+		err = c.encodeAliased(buf, pk)
+	} else {
+		err = wire.Encode(buf, pk)
 	}
-	if err := wire.Encode(buf, pk); err != nil {
+	if err != nil {
 		c.log().Error("encode failed", slog.String("packet", packets.PacketNames[pk.FixedHeader.Type]), slog.Any("err", err))
 		return
 	}
 	if pk.FixedHeader.Type == packets.Publish {
 		c.srv.traffic.publishSent(pk.FixedHeader.Qos, len(pk.Payload))
 	}
+}
+
+// encodeAliased encodes a PUBLISH to a client that allows topic aliases. A new alias adds 3
+// bytes to the packet: past the client's Maximum Packet Size, which the session checked without
+// it, the packet goes without the alias.
+func (c *conn) encodeAliased(buf *bytes.Buffer, pk *packets.Packet) error {
+	topic, start := pk.TopicName, buf.Len()
+	restore, isNew := c.outAliases.assign(pk)
+	err := wire.Encode(buf, pk)
+	if restore != nil {
+		restore()
+	}
+	if err == nil && isNew && c.maxPacketSize > 0 && uint32(buf.Len()-start) > c.maxPacketSize {
+		buf.Truncate(start)
+		c.outAliases.forget(topic)
+		err = wire.Encode(buf, pk)
+	}
+	return err
 }

@@ -17,17 +17,18 @@ type outAliases struct {
 	topics map[string]uint16
 }
 
-// apply sets pk's alias, and empties its topic when the alias is known already; restore undoes it
-// once pk is encoded, as the queued packet is the session's accounting of what was sent.
-func (a *outAliases) apply(pk *packets.Packet) (restore func()) {
+// assign sets pk's alias, and empties its topic when the alias is known already; restore undoes
+// it once pk is encoded, as the queued packet is the session's accounting of what was sent. isNew
+// says the alias was assigned now (see forget).
+func (a *outAliases) assign(pk *packets.Packet) (restore func(), isNew bool) {
 	if a.max == 0 || pk.FixedHeader.Dup || pk.TopicName == "" {
-		return nil
+		return nil, false
 	}
 	topic := pk.TopicName
 	alias, known := a.topics[topic]
 	if !known {
 		if len(a.topics) >= int(a.max) {
-			return nil // every alias is taken: the full topic, as without aliases
+			return nil, false // every alias is taken: the full topic, as without aliases
 		}
 		if a.topics == nil {
 			a.topics = make(map[string]uint16)
@@ -44,5 +45,9 @@ func (a *outAliases) apply(pk *packets.Packet) (restore func()) {
 	return func() {
 		pk.TopicName = topic
 		props.TopicAlias, props.TopicAliasFlag = oldAlias, oldFlag
-	}
+	}, !known
 }
+
+// forget takes back the alias just assigned to topic: the packet that carried it was not sent
+// with it. Only the last alias assigned may be forgotten, so aliases stay 1..len(topics).
+func (a *outAliases) forget(topic string) { delete(a.topics, topic) }

@@ -124,3 +124,26 @@ func TestOutgoingTopicAliasesPaho(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// A new alias adds 3 bytes: a message that fits the client's Maximum Packet Size only without
+// them is delivered without an alias, not dropped [MQTT-3.1.2-24].
+func TestOutgoingTopicAliasWithinMaximumPacketSize(t *testing.T) {
+	t.Parallel()
+	b := mqtttest.StartBroker(t)
+	full, err := mqtttest.Encode(mqtttest.PublishPacket("mp/t", 1, 1, []byte("payload"), false), v5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := connectClean(t, b, v5, "tight", topicAliasMaximum(5), mqtttest.MaximumPacketSize(uint32(len(full))))
+	sub.SubscribeOK(t, 1, "mp/#", 1)
+	pub := connectClean(t, b, v5, "pub")
+	publishQoS1(t, pub, "mp/t", 1, "payload")
+	if p := sub.ExpectPublish(t, "mp/t", 1, "payload"); p.Properties.TopicAlias != 0 {
+		t.Fatalf("alias %d on a packet that fits only without one", p.Properties.TopicAlias)
+	}
+	// A smaller message on another topic still gets an alias: the first one was not spent.
+	publishQoS1(t, pub, "mp/u", 2, "p")
+	if p := sub.ExpectPublish(t, "mp/u", 1, "p"); p.Properties.TopicAlias != 1 {
+		t.Fatalf("alias %d, want 1", p.Properties.TopicAlias)
+	}
+}
