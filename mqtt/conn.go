@@ -62,6 +62,8 @@ type conn struct {
 	keepAliveSecs uint16            // the client's Keep Alive, for the connect log
 	cleanStart    bool              // the CONNECT's Clean Start, for the connect log
 	aliases       map[uint16]string // inbound topic aliases; reader only
+	outAliases    outAliases        // outbound topic aliases; max set by CONNECT, used by the writer only
+	held          *heldPacket       // read with the CONNECT, handled after its CONNACK; reader only
 
 	qos1Pending atomic.Int32 // QoS 1 PUBLISHes received whose PUBACK is not sent yet
 	dropped     atomic.Uint64
@@ -76,10 +78,12 @@ type conn struct {
 	closeReason reason.Code
 
 	writerDone chan struct{} // closed once the socket is closed
+	readerDone chan struct{} // closed once the reader reads no more (see linger)
 }
 
 func newConn(srv *Server, nc net.Conn, listener net.Addr) *conn {
-	return &conn{srv: srv, nc: nc, listener: listener, acceptedAt: time.Now(), writerDone: make(chan struct{})}
+	return &conn{srv: srv, nc: nc, listener: listener, acceptedAt: time.Now(), writerDone: make(chan struct{}),
+		readerDone: make(chan struct{})}
 }
 
 // describe is the client as the hooks see it, with the given username.
@@ -235,6 +239,13 @@ func (c *conn) Close(code reason.Code) {
 	c.startWriter()
 }
 
+// isClosing reports whether the connection is being closed by the broker.
+func (c *conn) isClosing() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closing
+}
+
 // startWriter starts the writer goroutine unless one runs. c.mu must be held.
 func (c *conn) startWriter() {
 	if !c.writing {
@@ -285,7 +296,8 @@ func (c *conn) writeLoop() {
 				publishes++
 			}
 		}
-		if closing && c.version == 5 && closeReason.IsFailure() {
+		disconnect := closing && c.version == 5 && closeReason.IsFailure()
+		if disconnect {
 			d := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Disconnect}, ReasonCode: byte(closeReason)}
 			c.encode(buf, &d)
 			count++
@@ -300,7 +312,7 @@ func (c *conn) writeLoop() {
 				c.closing = true // the writer stays marked running: nothing else may write
 				c.queue = nil
 				c.mu.Unlock()
-				closing = true
+				closing, disconnect = true, false
 			}
 		}
 		c.written(batch)
@@ -310,6 +322,9 @@ func (c *conn) writeLoop() {
 			queues.Put(&batch)
 		}
 		if closing {
+			if disconnect {
+				c.linger()
+			}
 			c.nc.Close()
 			close(c.writerDone)
 			return
@@ -355,11 +370,35 @@ func (c *conn) attach(s *session.Session) {
 // encode appends pk to buf in the client's protocol version.
 func (c *conn) encode(buf *bytes.Buffer, pk *packets.Packet) {
 	pk.ProtocolVersion = c.version
-	if err := wire.Encode(buf, pk); err != nil {
+	var err error
+	if pk.FixedHeader.Type == packets.Publish && c.outAliases.max > 0 {
+		err = c.encodeAliased(buf, pk)
+	} else {
+		err = wire.Encode(buf, pk)
+	}
+	if err != nil {
 		c.log().Error("encode failed", slog.String("packet", packets.PacketNames[pk.FixedHeader.Type]), slog.Any("err", err))
 		return
 	}
 	if pk.FixedHeader.Type == packets.Publish {
 		c.srv.traffic.publishSent(pk.FixedHeader.Qos, len(pk.Payload))
 	}
+}
+
+// encodeAliased encodes a PUBLISH to a client that allows topic aliases. A new alias adds 3
+// bytes to the packet: past the client's Maximum Packet Size, which the session checked without
+// it, the packet goes without the alias.
+func (c *conn) encodeAliased(buf *bytes.Buffer, pk *packets.Packet) error {
+	topic, start := pk.TopicName, buf.Len()
+	restore, isNew := c.outAliases.assign(pk)
+	err := wire.Encode(buf, pk)
+	if restore != nil {
+		restore()
+	}
+	if err == nil && isNew && c.maxPacketSize > 0 && uint32(buf.Len()-start) > c.maxPacketSize {
+		buf.Truncate(start)
+		c.outAliases.forget(topic)
+		err = wire.Encode(buf, pk)
+	}
+	return err
 }

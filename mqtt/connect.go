@@ -49,6 +49,7 @@ func (c *conn) handleConnect() error {
 	if err := c.authorizeWill(&req); err != nil {
 		return err
 	}
+	req.Subscribes = c.readPipelinedSubscribes()
 	return c.openSession(req, props)
 }
 
@@ -169,6 +170,12 @@ func (c *conn) connectRequest(pk *packets.Packet) (session.ConnectRequest, packe
 		props.MaximumPacketSize = uint32(c.srv.opts.MaxPacketSize)
 		props.TopicAliasMaximum = topicAliasMaximum
 		props.SharedSubAvailable, props.SharedSubAvailableFlag = 0, true
+		c.outAliases.max = min(pk.Properties.TopicAliasMaximum, maxOutAliases)
+		if pk.Properties.RequestResponseInfo == 1 {
+			// Response Information only when asked for [MQTT-3.1.2-28]: a topic root of the
+			// client's own for the responses it wants.
+			props.ResponseInfo = c.srv.opts.ResponseTopicPrefix + clientID + "/"
+		}
 	}
 	return req, props, nil
 }
@@ -264,6 +271,9 @@ func (c *conn) openSession(req session.ConnectRequest, props packets.Properties)
 	if ev := c.srv.opts.Events.Connect; ev != nil {
 		ev(c.info, sessionPresent)
 	}
+	for _, ps := range req.Subscribes {
+		c.subscribeEvent(ps.Requests, ps.Codes)
+	}
 	return nil
 }
 
@@ -291,6 +301,7 @@ func (c *conn) sendConnack(code ReasonCode, present bool, props packets.Properti
 		wireCode = byte(rc)
 	}
 	c.Send(packets.Packet{
+		Mods:           packets.Mods{AllowResponseInfo: props.ResponseInfo != ""}, // the codec writes it only then
 		FixedHeader:    packets.FixedHeader{Type: packets.Connack},
 		ReasonCode:     wireCode,
 		SessionPresent: present && code == reason.Success,

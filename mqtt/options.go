@@ -78,6 +78,10 @@ type Options struct {
 	// ConnectTimeout is the time allowed between accept and a completed CONNECT, authentication
 	// included; default 10s.
 	ConnectTimeout time.Duration
+	// ResponseTopicPrefix starts the Response Information a 5.0 client gets in CONNACK when it sets
+	// Request Response Information to 1: the prefix, the client id and "/" ("reply/<client id>/"),
+	// a topic root for the responses the client wants to receive; default "reply/".
+	ResponseTopicPrefix string
 	// DedupProperty is the 5.0 user property in which a publisher gives a QoS 1 or 2 message its
 	// own id (the dedup id), once, before its first send; default "dedup-id". A copy with the same
 	// id inside the window (a resend under a new packet id after the publisher lost its state) is
@@ -151,6 +155,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.DedupProperty == "" {
 		o.DedupProperty = "dedup-id"
+	}
+	if o.ResponseTopicPrefix == "" {
+		o.ResponseTopicPrefix = "reply/"
 	}
 	if o.DedupWindow == 0 {
 		o.DedupWindow = 5 * time.Minute

@@ -3,6 +3,7 @@ package mqtt
 import (
 	"errors"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/mochi-mqtt/server/v2/packets"
@@ -21,9 +22,14 @@ func (c *conn) handlePublish(pk *packets.Packet) error {
 	if c.version == 5 {
 		aliasMax = topicAliasMaximum
 	}
+	if strings.ContainsAny(pk.TopicName, "+#") {
+		// Wildcards in the name [MQTT-3.3.2-2]: 0x90 says what is wrong, where the codec's
+		// PublishValidate answers 0x82.
+		return &protocolError{code: reason.TopicNameInvalid, msg: "invalid PUBLISH: wildcard in the topic name"}
+	}
 	if code := pk.PublishValidate(aliasMax); code != packets.CodeSuccess {
-		// id 0 on QoS > 0 [MQTT-2.2.1-3], wildcards in the name [MQTT-3.3.2-2], alias out of range
-		// [MQTT-3.3.2-9]: protocol errors that close the connection.
+		// id 0 on QoS > 0 [MQTT-2.2.1-3], alias out of range [MQTT-3.3.2-9]: protocol errors that
+		// close the connection.
 		return &protocolError{code: reason.Code(code.Code), msg: "invalid PUBLISH: " + code.Reason}
 	}
 	name := pk.TopicName

@@ -35,6 +35,7 @@ func (c *conn) serve() {
 		// The session learns that the connection ended before the socket is closed: a client that
 		// sees the close and reconnects at once must find the session already offline (or ended,
 		// with Session Expiry 0), not take over a connection that is gone [MQTT-4.1.0-2].
+		close(c.readerDone) // the writer may drain the socket (see linger)
 		if c.sess != nil && !c.srv.shuttingDown.Load() {
 			c.eng.broker.Disconnected(c.sess, c, end.publishWill, end.newExpiry)
 		}
@@ -65,12 +66,18 @@ func (c *conn) serve() {
 // happens in nextPacket, which has returned by the time the connection is idle again.
 func (c *conn) readLoop(end *connEnd) {
 	for {
+		if c.isClosing() {
+			return // the broker closes the connection: nothing more is handled (see linger)
+		}
 		err := c.awaitPacket()
 		if err == nil {
 			err = c.nextPacket(end)
 		}
 		if errors.Is(err, errDisconnect) {
 			return
+		}
+		if err != nil && c.isClosing() {
+			return // woken by linger, or the socket closed under it
 		}
 		if err != nil {
 			c.logEnd(err)
@@ -96,7 +103,7 @@ func (c *conn) awaitPacket() error {
 		deadline = time.Now().Add(c.keepAlive)
 	}
 	_ = c.nc.SetReadDeadline(deadline)
-	if c.br != nil && c.br.Buffered() > 0 {
+	if c.held != nil || c.br != nil && c.br.Buffered() > 0 {
 		return nil
 	}
 	c.releaseReader()
@@ -111,7 +118,14 @@ func (c *conn) awaitPacket() error {
 //
 //go:noinline
 func (c *conn) nextPacket(end *connEnd) error {
-	pk, err := c.readPacket()
+	var pk packets.Packet
+	var err error
+	if h := c.held; h != nil {
+		c.held = nil
+		pk, err = h.pk, h.err
+	} else {
+		pk, err = c.readPacket()
+	}
 	if err == nil {
 		err = c.handle(&pk)
 	}

@@ -9,27 +9,45 @@ import (
 // handleSubscribe turns a SUBSCRIBE into subscription requests for the session layer. A filter the
 // Authorizer refuses is answered 0x87 (3.1.1: 0x80) and not subscribed.
 func (c *conn) handleSubscribe(pk *packets.Packet) error {
+	reqs, err := c.subscriptionRequests(pk)
+	if err != nil {
+		return err
+	}
+	codes := c.eng.broker.Subscribe(c.sess, c, pk.PacketID, reqs)
+	c.subscribeEvent(reqs, codes)
+	return nil
+}
+
+// subscriptionRequests validates a SUBSCRIBE and asks the Authorizer about each filter.
+func (c *conn) subscriptionRequests(pk *packets.Packet) ([]session.SubscriptionRequest, error) {
 	if code := pk.SubscribeValidate(); code != packets.CodeSuccess {
-		return &protocolError{code: reason.Code(code.Code), msg: "invalid SUBSCRIBE: " + code.Reason}
+		return nil, &protocolError{code: reason.Code(code.Code), msg: "invalid SUBSCRIBE: " + code.Reason}
 	}
 	reqs := make([]session.SubscriptionRequest, len(pk.Filters))
-	filters := make([]string, len(pk.Filters))
 	for i, f := range pk.Filters {
 		if f.RetainHandling > 2 {
-			return protocolViolation("retain handling 3") // [MQTT-3.8.3-5]
+			return nil, protocolViolation("retain handling 3") // [MQTT-3.8.3-5]
 		}
 		reqs[i] = session.SubscriptionRequest{Filter: f.Filter, QoS: f.Qos, NoLocal: f.NoLocal,
 			RetainAsPublished: f.RetainAsPublished, RetainHandling: f.RetainHandling, Identifier: f.Identifier}
 		if az := c.srv.opts.Authorizer; az != nil && !az.CanSubscribe(c.client(), f.Filter) {
 			reqs[i].Refused = reason.NotAuthorized
 		}
-		filters[i] = f.Filter
 	}
-	codes := c.eng.broker.Subscribe(c.sess, c, pk.PacketID, reqs)
-	if ev := c.srv.opts.Events.Subscribe; ev != nil {
-		ev(c.client(), filters, codes)
+	return reqs, nil
+}
+
+// subscribeEvent tells the Subscribe event the SUBACK codes of a SUBSCRIBE's filters.
+func (c *conn) subscribeEvent(reqs []session.SubscriptionRequest, codes []reason.Code) {
+	ev := c.srv.opts.Events.Subscribe
+	if ev == nil {
+		return
 	}
-	return nil
+	filters := make([]string, len(reqs))
+	for i := range reqs {
+		filters[i] = reqs[i].Filter
+	}
+	ev(c.client(), filters, codes)
 }
 
 // handleUnsubscribe removes the session's subscriptions to the filters; UNSUBACK follows the commit.

@@ -3,6 +3,8 @@ package session
 import (
 	"errors"
 
+	"github.com/mochi-mqtt/server/v2/packets"
+
 	"github.com/oncemq/oncemq/inflight"
 	"github.com/oncemq/oncemq/session/reason"
 )
@@ -18,6 +20,18 @@ type ConnectRequest struct {
 	ReceiveMax      uint16 // the client's; 0 means 65535
 	MaxPacketSize   uint32 // the client's; 0 means no limit
 	NoProblemInfo   bool   // 5.0 Request Problem Information 0 [MQTT-3.1.2-29]
+	// Subscribes are the SUBSCRIBEs the client sent right behind its CONNECT, already read: they
+	// are applied with the CONNECT, under the same lock and in the same batch, so that a PUBLISH
+	// another client sends once it sees a later commit is routed to them.
+	Subscribes []PipelinedSubscribe
+}
+
+// PipelinedSubscribe is a SUBSCRIBE read together with its CONNECT. Connect fills Codes with the
+// reason codes its SUBACK carries.
+type PipelinedSubscribe struct {
+	PacketID uint16
+	Requests []SubscriptionRequest
+	Codes    []reason.Code
 }
 
 // ErrNotOwner is given to Connect's done when the client id's session belongs to another identity:
@@ -81,11 +95,21 @@ func (b *Broker) Connect(req ConnectRequest, c Conn, done func(present bool, err
 		batch.PutSession(s.record())
 	}
 	b.resume(batch, s, req, &out)
+	var subOut outbox // SUBACKs and retained messages, after the CONNACK and what resume sends
+	for i := range req.Subscribes {
+		ps := &req.Subscribes[i]
+		var retained outbox
+		var suback packets.Packet
+		ps.Codes, suback = b.subscribeAll(batch, s, ps.PacketID, ps.Requests, &retained)
+		subOut.add(c, suback) // [MQTT-3.8.4-1]
+		subOut = append(subOut, retained...)
+	}
 
 	b.submit(batch, func(err error) {
 		done(present, err)
 		if err == nil {
 			out.flush()
+			subOut.flush()
 		}
 	})
 	return s

@@ -39,13 +39,7 @@ func (b *Broker) Subscribe(s *Session, c Conn, id uint16, reqs []SubscriptionReq
 	}
 	batch := &inflight.Batch{}
 	var out outbox
-	codes := make([]reason.Code, len(reqs))
-	suback := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Suback}, PacketID: id,
-		ReasonCodes: make([]byte, len(reqs))}
-	for i, req := range reqs {
-		codes[i] = b.subscribe(batch, s, req, &out)
-		suback.ReasonCodes[i] = byte(codes[i])
-	}
+	codes, suback := b.subscribeAll(batch, s, id, reqs, &out)
 	b.submit(batch, func(err error) {
 		if err != nil {
 			b.log.Error("commit failed: subscribe not acknowledged", slog.String("client", s.ClientID), slog.Any("err", err))
@@ -56,6 +50,19 @@ func (b *Broker) Subscribe(s *Session, c Conn, id uint16, reqs []SubscriptionReq
 		out.flush()
 	})
 	return codes
+}
+
+// subscribeAll stores or refuses the filters of one SUBSCRIBE and returns their codes and the
+// SUBACK that carries them. Caller holds b.mu.
+func (b *Broker) subscribeAll(batch *inflight.Batch, s *Session, id uint16, reqs []SubscriptionRequest, out *outbox) ([]reason.Code, packets.Packet) {
+	codes := make([]reason.Code, len(reqs))
+	suback := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Suback}, PacketID: id,
+		ReasonCodes: make([]byte, len(reqs))}
+	for i, req := range reqs {
+		codes[i] = b.subscribe(batch, s, req, out)
+		suback.ReasonCodes[i] = byte(codes[i])
+	}
+	return codes, suback
 }
 
 // subscribe stores one filter of a SUBSCRIBE, or refuses it, and returns its SUBACK code. Caller

@@ -47,6 +47,8 @@ type config struct {
 	DedupWindow    time.Duration
 	DedupMax       int
 
+	ResponseTopicPrefix string // Response Information: this, the client id and "/"
+
 	LogFormat string // "text" or "json"
 
 	HTTPListen     string // host:port of the admin listener; "" for none
@@ -102,6 +104,8 @@ var options = append([]option{
 		"block apply to them); needed to listen off loopback without authentication", setAllowAnonymous},
 	{"tls-identity-as-username", "ONCEMQ_TLS_IDENTITY_AS_USERNAME", "", "false",
 		"with mutual TLS, the client certificate's Common Name is the username", setTLSIdentityAsUsername},
+	{"response-topic-prefix", "ONCEMQ_RESPONSE_TOPIC_PREFIX", "PREFIX", "reply/", "5.0 Response Information for a client that requests it: PREFIX<client id>/",
+		setResponseTopicPrefix},
 	{"dedup-property", "ONCEMQ_DEDUP_PROPERTY", "NAME", "dedup-id", "5.0 user property holding the publisher's own message id (the dedup id)", setDedupProperty},
 	{"dedup-scope", "ONCEMQ_DEDUP_SCOPE", "SCOPE", "client", "client: a dedup id is unique per publishing client id; topic: per topic", setDedupScope},
 	{"dedup-json-field", "ONCEMQ_DEDUP_JSON_FIELD", "NAME", "", "top-level field of a JSON payload holding the dedup id, for 3.1.1 publishers\n" +
@@ -383,6 +387,14 @@ func setTLSIdentityAsUsername(c *config, v string) error {
 		return errors.New("want true or false")
 	}
 	c.TLSIdentityAsUsername = b
+	return nil
+}
+
+func setResponseTopicPrefix(c *config, v string) error {
+	if v == "" || strings.ContainsAny(v, "+#") {
+		return errors.New("must be a non-empty topic prefix without wildcards")
+	}
+	c.ResponseTopicPrefix = v
 	return nil
 }
 

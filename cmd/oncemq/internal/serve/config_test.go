@@ -25,6 +25,7 @@ func defaults() config {
 // withDefaults is c with the settings that are not part of c at their defaults (dedup, $SYS, log format, limits).
 func withDefaults(c config) config {
 	c.DedupProperty, c.DedupScope, c.DedupWindow, c.DedupMax = "dedup-id", "client", 5*time.Minute, 1_000_000
+	c.ResponseTopicPrefix = "reply/"
 	c.SysInterval = 10 * time.Second
 	c.LogFormat = "text"
 	c.Limits = defaultLimits
@@ -95,6 +96,8 @@ func TestParseServeConfig(t *testing.T) {
 			"--dedup-window", "90s", "--dedup-max", "0"}, nil, with(func(c *config) {
 			c.DedupProperty, c.DedupScope, c.DedupJSONField, c.DedupWindow, c.DedupMax = "msg-id", "topic", "id", 90*time.Second, 0
 		})},
+		{"response topic prefix", []string{"--response-topic-prefix", "rsp/"}, nil,
+			with(func(c *config) { c.ResponseTopicPrefix = "rsp/" })},
 		{"env dedup window", nil, map[string]string{"ONCEMQ_DEDUP_WINDOW": "0"}, with(func(c *config) { c.DedupWindow = 0 })},
 		{"flag sys interval", []string{"--sys-interval", "1s"}, nil, with(func(c *config) { c.SysInterval = time.Second })},
 		{"flag sys interval 0 is off", []string{"--sys-interval=0"}, nil, with(func(c *config) { c.SysInterval = 0 })},

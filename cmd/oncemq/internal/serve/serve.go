@@ -155,11 +155,12 @@ func newServer(cfg config, version string, log *slog.Logger, adm *admin.Admin) (
 		SysInterval:   offIfZero(cfg.SysInterval),
 		Version:       version,
 
-		DedupProperty:  cfg.DedupProperty,
-		DedupScope:     cfg.DedupScope,
-		DedupJSONField: cfg.DedupJSONField,
-		DedupWindow:    offIfZero(cfg.DedupWindow),
-		DedupMax:       offIfZero(cfg.DedupMax),
+		ResponseTopicPrefix: cfg.ResponseTopicPrefix,
+		DedupProperty:       cfg.DedupProperty,
+		DedupScope:          cfg.DedupScope,
+		DedupJSONField:      cfg.DedupJSONField,
+		DedupWindow:         offIfZero(cfg.DedupWindow),
+		DedupMax:            offIfZero(cfg.DedupMax),
 	}
 	cfg.Limits.apply(&opts)
 	if adm != nil {
