@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mochi-mqtt/server/v2/packets"
 
@@ -126,7 +127,18 @@ func TestMetricsMoveByTheTrafficSent(t *testing.T) {
 	refused.Expect(t, packets.Connack)
 	pub.Ping(t) // every ack above is handled once PINGRESP comes
 	sub.Ping(t)
+	// The frees of the last acks commit after they are read: scrape until no commit lands between
+	// the commit counters and the histograms, which a scrape reads one after the other.
 	after := f.scrape(t)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); after = f.scrape(t) {
+		commits := after["oncemq_store_commits_total"] - before["oncemq_store_commits_total"]
+		records := after["oncemq_store_records_total"] - before["oncemq_store_records_total"]
+		if after["oncemq_store_commit_duration_seconds_count"]-before["oncemq_store_commit_duration_seconds_count"] == commits &&
+			after["oncemq_store_commit_records_sum"]-before["oncemq_store_commit_records_sum"] == records {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 
 	for qos := byte(0); qos <= 2; qos++ {
 		q := strconv.Itoa(int(qos))
