@@ -2,12 +2,9 @@ package inflight
 
 import (
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"slices"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // Inspection is what Inspect read from a data file. It is the file as it is: what the next Open
@@ -50,17 +47,7 @@ func Inspect(path string, now int64) (*Inspection, error) {
 		return nil, err
 	}
 	defer closeQuietly(db)
-	var r *recovery
-	err = guard(func() error {
-		return db.View(func(tx *bolt.Tx) error {
-			if err := checkFormat(tx); err != nil {
-				return err
-			}
-			var err error
-			r, err = readState(tx, now, slog.New(slog.NewTextHandler(io.Discard, nil)))
-			return err
-		})
-	})
+	r, err := readFile(db, now, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return nil, fmt.Errorf("inspect %s: %w", path, err)
 	}

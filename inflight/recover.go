@@ -57,21 +57,27 @@ func inspect(path string, now int64, log *slog.Logger) (*recovery, error) {
 		return nil, err
 	}
 	defer closeQuietly(db)
-	var r *recovery
+	r, err := readFile(db, now, log.With(slog.String("path", path)))
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return r, nil
+}
+
+// readFile reads the whole state of db in one read transaction, a panic on a damaged page turned
+// into ErrCorrupt (guard). Open and Inspect both read a file this way.
+func readFile(db *bolt.DB, now int64, log *slog.Logger) (r *recovery, err error) {
 	err = guard(func() error {
 		return db.View(func(tx *bolt.Tx) error {
 			if err := checkFormat(tx); err != nil {
 				return err
 			}
 			var err error
-			r, err = readState(tx, now, log.With(slog.String("path", path)))
+			r, err = readState(tx, now, log)
 			return err
 		})
 	})
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	return r, nil
+	return r, err
 }
 
 // guard runs fn, turning a panic or a memory fault (bbolt reading a damaged page through its memory
