@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/oncemq/oncemq/inflight"
 )
@@ -70,7 +71,7 @@ func TestOwnerIsStoredAndRestored(t *testing.T) {
 	var asked []string
 	alice := "alice"
 	rec := &inflight.Recovered{Sessions: []inflight.RecoveredSession{{Record: inflight.SessionRecord{
-		ClientID: "dev", ProtocolVersion: 5, ExpiryInterval: 3600, DisconnectedAt: 1, Owner: &alice},
+		ClientID: "dev", ProtocolVersion: 5, ExpiryInterval: 3600, DisconnectedAt: time.Now().UnixNano(), Owner: &alice},
 		Subscriptions: []inflight.SubscriptionRecord{{Filter: "t", QoS: 1}}}}}
 	b := New(&fakeJournal{rec: &recorder{}}, rec, Options{MayRead: func(id, user, topic string) bool {
 		asked = append(asked, id+"/"+user+"/"+topic)
