@@ -142,7 +142,7 @@ func (bk buckets) apply(o *op) error {
 		if err != nil {
 			return fmt.Errorf("encode session %q: %w", o.clientID, err)
 		}
-		return bk.sessions.Put([]byte(o.clientID), v)
+		return put(bk.sessions, bucketSessions, []byte(o.clientID), v)
 	case opDeleteSession:
 		return bk.deleteSession(o.clientID)
 	case opPutSubscription:
@@ -150,19 +150,19 @@ func (bk buckets) apply(o *op) error {
 		if err != nil {
 			return fmt.Errorf("encode subscription %q of %q: %w", o.sub.Filter, o.clientID, err)
 		}
-		return bk.subs.Put(filterKey(o.clientID, o.sub.Filter), v)
+		return put(bk.subs, bucketSubs, filterKey(o.clientID, o.sub.Filter), v)
 	case opDeleteSubscription:
 		return bk.subs.Delete(filterKey(o.clientID, o.filter))
 	case opPutInbound:
-		return bk.in.Put(packetIDKey(o.clientID, o.packetID), encodeInbound(o.reason))
+		return put(bk.in, bucketIn, packetIDKey(o.clientID, o.packetID), encodeInbound(o.reason))
 	case opDeleteInbound:
 		return bk.in.Delete(packetIDKey(o.clientID, o.packetID))
 	case opPutOutbound:
-		return bk.out.Put(packetIDKey(o.clientID, o.out.PacketID), encodeOutbound(o.out))
+		return put(bk.out, bucketOut, packetIDKey(o.clientID, o.out.PacketID), encodeOutbound(o.out))
 	case opDeleteOutbound:
 		return bk.out.Delete(packetIDKey(o.clientID, o.packetID))
 	case opPutQueued:
-		return bk.queue.Put(orderKey(o.clientID, o.queued.Order), encodeQueued(o.queued))
+		return put(bk.queue, bucketQueue, orderKey(o.clientID, o.queued.Order), encodeQueued(o.queued))
 	case opDeleteQueued:
 		return bk.queue.Delete(orderKey(o.clientID, o.order))
 	case opPutMessage:
@@ -170,7 +170,7 @@ func (bk buckets) apply(o *op) error {
 		if err != nil {
 			return err
 		}
-		return bk.msgs.Put(seqKey(o.seq), v)
+		return put(bk.msgs, bucketMsgs, seqKey(o.seq), v)
 	case opDeleteMessage:
 		return bk.msgs.Delete(seqKey(o.seq))
 	case opPutRetained:
@@ -178,15 +178,21 @@ func (bk buckets) apply(o *op) error {
 		if err != nil {
 			return err
 		}
-		return bk.retained.Put([]byte(o.topic), v)
+		return put(bk.retained, bucketRetained, []byte(o.topic), v)
 	case opDeleteRetained:
 		return bk.retained.Delete([]byte(o.topic))
 	case opPutDedup:
-		return bk.dedup.Put([]byte(o.dedup.Key), encodeDedup(o.dedup))
+		return put(bk.dedup, bucketDedup, []byte(o.dedup.Key), encodeDedup(o.dedup))
 	case opDeleteDedup:
 		return bk.dedup.Delete([]byte(o.topic))
 	}
 	return fmt.Errorf("unknown change kind %d", o.kind)
+}
+
+// put writes value under key with its checksum (seal). Every value of every bucket is written
+// through it.
+func put(b *bolt.Bucket, bucket, key, value []byte) error {
+	return b.Put(key, seal(bucket, key, value))
 }
 
 // deleteSession removes the session record and every key of the client in subs, in, out and queue.

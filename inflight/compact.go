@@ -2,8 +2,10 @@ package inflight
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -27,8 +29,14 @@ func Compact(path string) (before, after int64, err error) {
 		return 0, 0, err
 	}
 	defer closeQuietly(src)
-	if err := guard(func() error { return src.View(checkFormat) }); err != nil {
-		return 0, 0, fmt.Errorf("compact %s: %w", path, err)
+	// A damaged file is refused: the copy would carry its damage on, and the original is what
+	// `oncemq repair` needs.
+	r, err := readFile(src, time.Now().UnixNano(), slog.New(slog.DiscardHandler))
+	if err == nil {
+		err = r.damageError(path)
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("compact %s: %w (run oncemq repair)", path, err)
 	}
 	tmp := path + ".compact"
 	if err := os.Remove(tmp); err != nil && !os.IsNotExist(err) {

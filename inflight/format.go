@@ -72,8 +72,13 @@ import (
 	"github.com/mochi-mqtt/server/v2/packets"
 )
 
-// formatVersion is the version byte that starts every value and the value of meta/format.
-const formatVersion = 1
+// formatVersion is the version byte that starts every value written now and the version in
+// meta/format. formatV1 is the version before values carried a checksum: Open migrates such a
+// file (migrate.go), reading it with the same decoders.
+const (
+	formatVersion = 2
+	formatV1      = 1
+)
 
 // ErrCorrupt is wrapped by Open when the file holds something this version cannot decode. The
 // broker must not start on it: an empty state would drop every acknowledged message.
@@ -325,12 +330,14 @@ func decodeJSON(v []byte, rec any) error {
 	return json.Unmarshal(v[1:], rec)
 }
 
+// checkVersion checks the version byte of a value, its checksum already removed (unseal). The
+// layout after the version byte is the same in versions 1 and 2, so one decoder reads both.
 func checkVersion(v []byte) error {
 	if len(v) == 0 {
 		return errors.New("empty value")
 	}
-	if v[0] != formatVersion {
-		return fmt.Errorf("format version %d unknown (this build reads %d)", v[0], formatVersion)
+	if v[0] != formatVersion && v[0] != formatV1 {
+		return fmt.Errorf("format version %d unknown (this build reads %d and %d)", v[0], formatV1, formatVersion)
 	}
 	return nil
 }

@@ -24,6 +24,10 @@ type Inspection struct {
 	ExpiredSessions []string
 	BrokenEntries   int
 	Orphans         int
+
+	// Damage lists the records that fail their checksum or cannot be decoded, and those that
+	// depend on them. Open refuses a file with any; `oncemq repair` writes one without them.
+	Damage []Damage
 }
 
 // InspectedSession is one session as stored. Record.DisconnectedAt is 0 for a session whose
@@ -54,7 +58,7 @@ func Inspect(path string, now int64) (*Inspection, error) {
 	in := &Inspection{
 		Retained: len(r.retained), Messages: len(r.msgs),
 		FileSize: st.Size(), PageSize: db.Info().PageSize, FreePages: db.Stats().FreePageN,
-		BrokenEntries: r.dropped, Orphans: r.orphans,
+		BrokenEntries: r.dropped, Orphans: r.orphans, Damage: r.damage,
 	}
 	for id := range r.expired {
 		in.ExpiredSessions = append(in.ExpiredSessions, id)

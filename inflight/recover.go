@@ -24,12 +24,15 @@ func (j *Journal) recoverState(pre *recovery, now int64) (rec *Recovered, lastSe
 	r := pre
 	err = guard(func() error {
 		return j.db.Update(func(tx *bolt.Tx) error {
-			if err := initBuckets(tx); err != nil {
+			if err := ensureBuckets(tx); err != nil {
 				return err
 			}
 			if r == nil || tx.ID() != r.txid+1 {
 				var err error
-				if r, err = readState(tx, now, j.log.With(slog.String("path", j.path))); err != nil {
+				if r, err = readState(tx, now, formatVersion, j.log.With(slog.String("path", j.path))); err != nil {
+					return err
+				}
+				if err := r.damageError(j.path); err != nil {
 					return err
 				}
 			}
@@ -61,19 +64,23 @@ func inspect(path string, now int64, log *slog.Logger) (*recovery, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
+	if err := r.damageError(path); err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
 	return r, nil
 }
 
 // readFile reads the whole state of db in one read transaction, a panic on a damaged page turned
-// into ErrCorrupt (guard). Open and Inspect both read a file this way.
+// into ErrCorrupt (guard). Open, Inspect, Compact and Repair read a file this way. Damaged records
+// do not fail it: they are in r.damage, for the caller to refuse or report.
 func readFile(db *bolt.DB, now int64, log *slog.Logger) (r *recovery, err error) {
 	err = guard(func() error {
 		return db.View(func(tx *bolt.Tx) error {
-			if err := checkFormat(tx); err != nil {
+			version, err := checkFormat(tx)
+			if err != nil {
 				return err
 			}
-			var err error
-			r, err = readState(tx, now, log)
+			r, err = readState(tx, now, version, log)
 			return err
 		})
 	})
@@ -98,9 +105,15 @@ var recoveryBuckets = [][]byte{bucketSessions, bucketSubs, bucketIn, bucketOut, 
 
 // recovery is the state of one recovery transaction.
 type recovery struct {
-	txid int // the transaction read: the file's version
-	now  int64
-	log  *slog.Logger
+	txid    int  // the transaction read: the file's version
+	version byte // the format version of the file: formatV1 values carry no checksum
+	now     int64
+	log     *slog.Logger
+
+	damage         []Damage        // damaged records, and those that depend on them
+	damagedClients map[string]bool // clients whose session record is damaged
+	damagedSeqs    map[uint64]bool // messages whose record is damaged
+	strays         []Damage        // entries without a session record, which start-up removes
 
 	sessions  []*RecoveredSession          // live sessions, in client id order
 	byClient  map[string]*RecoveredSession // live sessions
@@ -116,17 +129,22 @@ type recovery struct {
 	subs, inbound, outbound, queued, orphans, dropped int
 }
 
-// readState decodes every bucket of tx and decides what start-up removes. A file without buckets
-// (new, or never initialised) reads as empty.
-func readState(tx *bolt.Tx, now int64, log *slog.Logger) (*recovery, error) {
+// readState decodes every bucket of tx and decides what start-up removes. A record that fails its
+// checksum or cannot be decoded is collected in r.damage, with the entries that depend on it, and
+// the reading goes on, so that one pass finds all of it; the error is for a file that cannot be read
+// at all. version is the file's format version (checkFormat).
+func readState(tx *bolt.Tx, now int64, version byte, log *slog.Logger) (*recovery, error) {
 	r := &recovery{
-		txid:      tx.ID(),
-		now:       now,
-		log:       log,
-		byClient:  make(map[string]*RecoveredSession),
-		expired:   make(map[string]bool),
-		msgs:      make(map[uint64]*Message),
-		deletions: make(map[string][][]byte),
+		txid:           tx.ID(),
+		version:        version,
+		now:            now,
+		log:            log,
+		byClient:       make(map[string]*RecoveredSession),
+		expired:        make(map[string]bool),
+		msgs:           make(map[uint64]*Message),
+		deletions:      make(map[string][][]byte),
+		damagedClients: make(map[string]bool),
+		damagedSeqs:    make(map[uint64]bool),
 	}
 	readers := []func(k, v []byte) error{r.readSession, r.readSubscription, r.readInbound, r.readOutbound,
 		r.readQueued, r.readMessage, r.readRetained, r.readDedup}
@@ -139,16 +157,22 @@ func readState(tx *bolt.Tx, now int64, log *slog.Logger) (*recovery, error) {
 		}
 		var prev []byte // bbolt memory, valid for the whole transaction
 		err := b.ForEach(func(k, v []byte) error {
+			prog.step()
 			if prev != nil && bytes.Compare(prev, k) >= 0 {
-				return corrupt(string(name), k, fmt.Errorf("key out of order after %q", prev))
+				r.damaged(string(name), k, fmt.Errorf("key out of order after %q", prev))
+				return nil
 			}
 			prev = k
-			prog.step()
 			if v == nil {
-				return corrupt(string(name), k, fmt.Errorf("nested bucket"))
+				r.damaged(string(name), k, fmt.Errorf("nested bucket"))
+				return nil
 			}
-			if err := read(k, v); err != nil {
-				return corrupt(string(name), k, err)
+			v, err := r.value(name, k, v)
+			if err == nil {
+				err = read(k, v)
+			}
+			if err != nil {
+				r.damaged(string(name), k, err)
 			}
 			return nil
 		})
@@ -160,9 +184,40 @@ func readState(tx *bolt.Tx, now int64, log *slog.Logger) (*recovery, error) {
 	return r, nil
 }
 
-// corrupt names the bucket and key of a value that cannot be decoded.
-func corrupt(bucket string, key []byte, err error) error {
-	return fmt.Errorf("bucket %s key %q: %w: %w", bucket, key, ErrCorrupt, err)
+// value returns a stored value without its checksum, checked; a format 1 value has none.
+func (r *recovery) value(bucket, k, v []byte) ([]byte, error) {
+	if r.version == formatV1 {
+		return v, nil
+	}
+	return unseal(bucket, k, v)
+}
+
+// damaged records a record that cannot be trusted, and remembers the session or message it was,
+// so that the entries depending on it are found too.
+func (r *recovery) damaged(bucket string, k []byte, err error) {
+	d := describe(bucket, k, err.Error())
+	switch bucket {
+	case "sessions":
+		r.damagedClients[d.ClientID] = true
+	case "msgs":
+		r.damagedSeqs[d.Seq] = true
+	}
+	r.damage = append(r.damage, d)
+}
+
+// dependent records an intact entry that refers to a damaged or missing record.
+func (r *recovery) dependent(bucket string, k []byte, problem string) {
+	d := describe(bucket, k, problem)
+	d.Dependent = true
+	r.damage = append(r.damage, d)
+}
+
+// damageError is the error for a file with damaged records, nil for one without.
+func (r *recovery) damageError(path string) error {
+	if len(r.damage) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrCorrupt, &DamageError{Path: path, Records: r.damage})
 }
 
 func (r *recovery) readSession(k, v []byte) error {
@@ -206,7 +261,12 @@ func (r *recovery) owner(bucket string, k []byte) (*RecoveredSession, []byte, er
 	if s := r.byClient[clientID]; s != nil {
 		return s, suffix, nil
 	}
+	if r.damagedClients[clientID] {
+		r.dependent(bucket, k, fmt.Sprintf("the session record of client %q is damaged", clientID))
+		return nil, suffix, nil
+	}
 	if !r.expired[clientID] {
+		r.strays = append(r.strays, describe(bucket, k, "no session record"))
 		r.log.Warn("inflight: entry without a session record: removed", slog.String("bucket", bucket),
 			slog.String("client", clientID), slog.String("key", fmt.Sprintf("%q", k)))
 		r.deleteKey(bucket, k)
@@ -333,17 +393,24 @@ func (r *recovery) readRetained(k, v []byte) error {
 	return nil
 }
 
-// resolve counts the references to each message, drops the entries whose message is missing, and
-// marks the unreferenced messages for deletion.
+// resolve counts the references to each message, collects the entries whose message is damaged or
+// missing as damage (and drops them from the state, which is then what repair keeps), and marks
+// the unreferenced messages for deletion.
 func (r *recovery) resolve() {
 	referenced := make(map[uint64]bool)
-	ref := func(s *RecoveredSession, bucket string, key []byte, seq uint64) bool {
+	ref := func(_ *RecoveredSession, bucket string, key []byte, seq uint64) bool {
 		m := r.msgs[seq]
 		if m == nil {
-			// Batches are atomic, so this is damage, not a crash: say which client lost what.
-			r.log.Warn("inflight: entry refers to a missing message: removed", slog.String("bucket", bucket),
-				slog.String("client", s.Record.ClientID), slog.Uint64("seq", seq), slog.String("key", fmt.Sprintf("%q", key)))
-			r.dropped++
+			// Batches are atomic, so this is damage, not a crash.
+			if r.damagedSeqs[seq] {
+				d := describe(bucket, key, fmt.Sprintf("refers to message %d, which is damaged", seq))
+				d.Seq, d.Dependent = seq, true
+				r.damage = append(r.damage, d)
+			} else {
+				d := describe(bucket, key, fmt.Sprintf("refers to message %d, which is missing", seq))
+				d.Seq = seq
+				r.damage = append(r.damage, d)
+			}
 			return false
 		}
 		m.Ref()
@@ -411,7 +478,7 @@ func (r *recovery) cleanUp(tx *bolt.Tx) error {
 		if err != nil {
 			return fmt.Errorf("encode session %q: %w", s.Record.ClientID, err)
 		}
-		if err := bk.sessions.Put([]byte(s.Record.ClientID), v); err != nil {
+		if err := put(bk.sessions, bucketSessions, []byte(s.Record.ClientID), v); err != nil {
 			return fmt.Errorf("store session %q: %w", s.Record.ClientID, err)
 		}
 	}

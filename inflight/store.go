@@ -3,6 +3,7 @@ package inflight
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -20,12 +21,14 @@ const lockTimeout = time.Second
 var ErrInUse = errors.New("data file is in use by another process")
 
 // Open opens the journal file at path, creating it and its directory if missing, and reads the
-// durable state back. Sessions whose expiry passed while the broker was down are removed first, and
+// durable state back. A file of format 1 is migrated first (migrate). Sessions whose expiry passed while the broker was down are removed first, and
 // sessions that were connected when it stopped are marked disconnected now, so that their expiry
 // counts from the restart.
 //
-// Open fails, never returning an empty state, when the file is locked by another process or is not
-// a journal this build can read: starting empty would drop every message already acknowledged.
+// Open fails, never returning an empty state, when the file is locked by another process, is not a
+// journal this build can read (empty, truncated, not bbolt, bbolt without oncemq's meta/format), or
+// holds damaged records (a DamageError lists them): starting empty, or without them, would drop
+// messages already acknowledged. A new file is created only where none exists.
 func Open(path string, opts *Options) (*Journal, *Recovered, error) {
 	var o Options
 	if opts != nil {
@@ -41,11 +44,24 @@ func Open(path string, opts *Options) (*Journal, *Recovered, error) {
 		return nil, nil, fmt.Errorf("open %s: create directory: %w", path, err)
 	}
 	now := o.Now()
-	var pre *recovery
-	if st, err := os.Stat(path); err == nil && st.Size() > 0 {
-		if pre, err = inspect(path, now, o.Logger); err != nil {
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := createStore(path); err != nil {
 			return nil, nil, err
 		}
+	case err != nil:
+		return nil, nil, fmt.Errorf("open %s: %w", path, err)
+	case st.Size() == 0:
+		return nil, nil, fmt.Errorf("open %s: %w: the file is empty (0 bytes), not an oncemq data file; "+
+			"a new store is created only where no file exists: move it away to start empty", path, ErrCorrupt)
+	}
+	if err := migrate(path, now, o.Logger); err != nil {
+		return nil, nil, err
+	}
+	pre, err := inspect(path, now, o.Logger)
+	if err != nil {
+		return nil, nil, err
 	}
 	db, err := openBolt(path, false, o.NoSync)
 	if err != nil {
@@ -124,20 +140,85 @@ func closeQuietly(db *bolt.DB) {
 	_ = db.Close()
 }
 
-// initBuckets creates the buckets of a new file and checks the format version of an existing one.
-// A file with buckets but no format version was not written by oncemq.
+// createStore creates a new, empty journal file at path: written beside it, synced, and renamed
+// into place, so that path never holds a file without oncemq's meta/format. An empty or foreign
+// file at path is then never a store that a crash left half-made, and Open can refuse it.
+func createStore(path string) error {
+	tmp := path + ".new"
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("create %s: remove the leftover %s: %w", path, tmp, err)
+	}
+	db, err := createBolt(tmp)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	if err := closeAndSync(db, tmp); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	return swapIn(tmp, path)
+}
+
+// createBolt creates a bbolt file at path with every bucket and the format version, unsynced:
+// closeAndSync syncs it once complete.
+func createBolt(path string) (*bolt.DB, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout, NoSync: true, NoFreelistSync: true,
+		FreelistType: bolt.FreelistMapType})
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	if err := db.Update(initBuckets); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// closeAndSync closes a file written with NoSync and fsyncs it.
+func closeAndSync(db *bolt.DB, path string) error {
+	if err := db.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", path, err)
+	}
+	if err := syncPath(path); err != nil {
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	return nil
+}
+
+// swapIn renames the complete, synced file tmp over path and syncs the directory: a crash leaves
+// either the old path or the new one, whole.
+func swapIn(tmp, path string) error {
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("rename %s to %s: %w", tmp, path, err)
+	}
+	if err := syncPath(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("sync the directory of %s: %w", path, err)
+	}
+	return nil
+}
+
+// initBuckets writes the buckets and the format version of a new file.
 func initBuckets(tx *bolt.Tx) error {
-	if err := checkFormat(tx); err != nil {
+	meta, err := tx.CreateBucket(bucketMeta)
+	if err != nil {
+		return fmt.Errorf("create bucket meta: %w", err)
+	}
+	if err := put(meta, bucketMeta, keyFormat, []byte{formatVersion}); err != nil {
+		return fmt.Errorf("write format version: %w", err)
+	}
+	return ensureBuckets(tx)
+}
+
+// ensureBuckets checks that the file is of the current format and creates the buckets it lacks
+// (a bucket added by a later release).
+func ensureBuckets(tx *bolt.Tx) error {
+	version, err := checkFormat(tx)
+	if err != nil {
 		return err
 	}
-	if tx.Bucket(bucketMeta) == nil {
-		meta, err := tx.CreateBucket(bucketMeta)
-		if err != nil {
-			return fmt.Errorf("create bucket meta: %w", err)
-		}
-		if err := meta.Put(keyFormat, []byte{formatVersion}); err != nil {
-			return fmt.Errorf("write format version: %w", err)
-		}
+	if version != formatVersion {
+		return fmt.Errorf("bucket meta: %w: format version %d, want %d (not migrated)", ErrCorrupt, version, formatVersion)
 	}
 	for _, name := range allBuckets {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
@@ -147,27 +228,27 @@ func initBuckets(tx *bolt.Tx) error {
 	return nil
 }
 
-// checkFormat checks the format version of a file, if it has one. A file with buckets but no format
-// version was not written by oncemq.
-func checkFormat(tx *bolt.Tx) error {
+// checkFormat returns the format version of a file: formatV1, whose meta/format is one byte, or
+// formatVersion, whose meta/format is sealed like every other value. A bbolt file without it was
+// not written by oncemq (Open writes it before a file gets its name).
+func checkFormat(tx *bolt.Tx) (byte, error) {
 	meta := tx.Bucket(bucketMeta)
 	if meta == nil {
-		foreign := false
-		_ = tx.ForEach(func([]byte, *bolt.Bucket) error {
-			foreign = true
-			return nil
-		})
-		if foreign {
-			return fmt.Errorf("%w: a bbolt file, but not an oncemq journal (no meta bucket)", ErrCorrupt)
-		}
-		return nil
+		return 0, fmt.Errorf("%w: a bbolt file without oncemq's meta/format: not an oncemq data file", ErrCorrupt)
 	}
 	v := meta.Get(keyFormat)
-	if len(v) != 1 {
-		return fmt.Errorf("bucket meta: %w: format version missing", ErrCorrupt)
+	if len(v) == 1 && v[0] == formatV1 {
+		return formatV1, nil
 	}
-	if v[0] != formatVersion {
-		return fmt.Errorf("bucket meta: %w: format version %d unknown (this build reads %d)", ErrCorrupt, v[0], formatVersion)
+	if len(v) == 0 {
+		return 0, fmt.Errorf("bucket meta: %w: format version missing", ErrCorrupt)
 	}
-	return nil
+	body, err := unseal(bucketMeta, keyFormat, v)
+	if err != nil {
+		return 0, fmt.Errorf("bucket meta key format: %w: %w", ErrCorrupt, err)
+	}
+	if len(body) != 1 || body[0] != formatVersion {
+		return 0, fmt.Errorf("bucket meta: %w: format version %v unknown (this build reads %d and %d)", ErrCorrupt, body, formatV1, formatVersion)
+	}
+	return formatVersion, nil
 }

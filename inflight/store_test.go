@@ -159,7 +159,7 @@ func TestOpenBadValue(t *testing.T) {
 	}{
 		{"session version", bucketSessions, []byte("c"), setByte(0, 7), "format version 7 unknown"},
 		{"session json", bucketSessions, []byte("c"), func(v []byte) []byte { return v[:len(v)-1] }, "unexpected end of JSON"},
-		{"subscription version", bucketSubs, filterKey("c", "t/#"), setByte(0, 2), "format version 2 unknown"},
+		{"subscription version", bucketSubs, filterKey("c", "t/#"), setByte(0, 3), "format version 3 unknown"},
 		{"inbound version", bucketIn, packetIDKey("c", 7), setByte(0, 0), "format version 0 unknown"},
 		{"inbound length", bucketIn, packetIDKey("c", 7), func(v []byte) []byte { return append(v, 0) }, "3 bytes"},
 		{"outbound version", bucketOut, packetIDKey("c", 8), setByte(0, 9), "format version 9 unknown"},
@@ -172,7 +172,7 @@ func TestOpenBadValue(t *testing.T) {
 		{"message packet type", bucketMsgs, seqKey(m.Seq), setByte(17, 0x20), "want PUBLISH"},
 		{"message truncated", bucketMsgs, seqKey(m.Seq), func(v []byte) []byte { return v[:len(v)-1] }, "message length"},
 		{"retained version", bucketRetained, []byte("r/1"), setByte(0, 9), "format version 9 unknown"},
-		{"format version", bucketMeta, keyFormat, setByte(0, 2), "bucket meta"},
+		{"format version", bucketMeta, keyFormat, setByte(0, 3), "bucket meta"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -186,7 +186,13 @@ func TestOpenBadValue(t *testing.T) {
 				if v == nil {
 					return fmt.Errorf("no key %q in %s", tt.key, tt.bucket)
 				}
-				return bk.Put(tt.key, tt.damage(bytes.Clone(v)))
+				// The damage is sealed with a valid checksum, so that what is tested is the
+				// decoder behind it (TestOpenChecksumMismatch tests the checksum).
+				body, err := unseal(tt.bucket, tt.key, v)
+				if err != nil {
+					return err
+				}
+				return bk.Put(tt.key, seal(tt.bucket, tt.key, tt.damage(bytes.Clone(body))))
 			})
 			damaged, err := os.ReadFile(path)
 			if err != nil {
@@ -226,15 +232,23 @@ func setByte(i int, b byte) func([]byte) []byte {
 	}
 }
 
+// A bbolt file without oncemq's meta/format is refused, with buckets of its own or none: Open
+// writes meta/format before a file gets its name, so no crash leaves one.
 func TestOpenForeignBolt(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "other.db")
-	rawUpdate(t, path, func(tx *bolt.Tx) error {
-		_, err := tx.CreateBucket([]byte("widgets"))
-		return err
-	})
-	_, _, err := Open(path, nil)
-	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "not an oncemq journal") {
-		t.Errorf("err = %v", err)
+	for _, buckets := range [][]string{{"widgets"}, nil} {
+		path := filepath.Join(t.TempDir(), "other.db")
+		rawUpdate(t, path, func(tx *bolt.Tx) error {
+			for _, name := range buckets {
+				if _, err := tx.CreateBucket([]byte(name)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		_, _, err := Open(path, nil)
+		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "without oncemq's meta/format") {
+			t.Errorf("buckets %q: err = %v", buckets, err)
+		}
 	}
 }
 
