@@ -14,6 +14,7 @@ import (
 	"github.com/oncemq/oncemq/cmd/oncemq/internal/health"
 	"github.com/oncemq/oncemq/cmd/oncemq/internal/inspect"
 	"github.com/oncemq/oncemq/cmd/oncemq/internal/passwd"
+	"github.com/oncemq/oncemq/cmd/oncemq/internal/repair"
 	"github.com/oncemq/oncemq/cmd/oncemq/internal/serve"
 	"github.com/oncemq/oncemq/cmd/oncemq/internal/torture"
 )
@@ -36,6 +37,7 @@ var commands = []command{
 	{"passwd", "add, change or delete a user of a password file (mosquitto's format)", passwd.Main},
 	{"inspect", "print the sessions, ids and queues a stopped broker's data file holds (read-only)", inspect.Main},
 	{"compact", "rewrite a stopped broker's data file without its free pages", compact.Main},
+	{"repair", "rewrite a stopped broker's damaged data file without its damaged records, keeping the original", repair.Main},
 	{"torture", "kill -9 a child broker under QoS 2 load and check exactly-once delivery", torture.Main},
 	{"health", "exit 0 if a running broker is ready (its /readyz), 1 if not: for container health checks", health.Main},
 	{"backup", "save a consistent copy of a running broker's store (its /admin/backup) to a file", backup.Main},

@@ -20,6 +20,10 @@ type Report struct {
 	ExpiredSessions []string  `json:"expired_sessions"` // the next start removes them
 	BrokenEntries   int       `json:"broken_entries"`   // the next start removes them
 	OrphanMessages  int       `json:"orphan_messages"`  // the next start removes them
+	// Damaged lists the records that fail their checksum or cannot be decoded, and those that
+	// depend on them ("depends on damage: ..."): a broker refuses to start on them, and `oncemq
+	// repair` writes a file without them.
+	Damaged []string `json:"damaged"`
 }
 
 // Session is one stored session. Its username is the owner the file records (null for a session
@@ -49,7 +53,14 @@ type Outbound struct {
 func newReport(in *inflight.Inspection, client string) Report {
 	r := Report{Retained: in.Retained, FileSize: in.FileSize, PageSize: in.PageSize, FreePages: in.FreePages,
 		ExpiredSessions: in.ExpiredSessions, BrokenEntries: in.BrokenEntries, OrphanMessages: in.Orphans,
-		Sessions: []Session{}}
+		Sessions: []Session{}, Damaged: []string{}}
+	for _, d := range in.Damage {
+		line := d.String()
+		if d.Dependent {
+			line = "depends on damage: " + line
+		}
+		r.Damaged = append(r.Damaged, line)
+	}
 	for _, s := range in.Sessions {
 		if client != "" && s.Record.ClientID != client {
 			continue
@@ -109,6 +120,12 @@ func (r Report) writeText(w io.Writer) {
 	if len(r.ExpiredSessions)+r.BrokenEntries+r.OrphanMessages > 0 {
 		fmt.Fprintf(w, "the next start removes: expired sessions %s, %d broken entries, %d orphan messages\n",
 			listText(r.ExpiredSessions), r.BrokenEntries, r.OrphanMessages)
+	}
+	if len(r.Damaged) > 0 {
+		fmt.Fprintf(w, "DAMAGED: %d records; a broker refuses to start on this file (oncemq repair writes one without them):\n", len(r.Damaged))
+		for _, line := range r.Damaged {
+			fmt.Fprintf(w, "  %s\n", line)
+		}
 	}
 }
 
