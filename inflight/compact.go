@@ -2,10 +2,8 @@ package inflight
 
 import (
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -24,20 +22,17 @@ func Compact(path string) (before, after int64, err error) {
 	if err != nil {
 		return 0, 0, fmt.Errorf("compact %s: %w", path, err)
 	}
+	// A damaged file is refused: the copy would carry its damage on, and the original is what
+	// `oncemq repair` needs. It is read through a read-only handle first: a handle for writing
+	// walks every page in a goroutine of bbolt's, where a damaged page panics unrecovered.
+	if err := checkClean(path); err != nil {
+		return 0, 0, fmt.Errorf("compact %s: %w (run oncemq repair)", path, err)
+	}
 	src, err := openBolt(path, false, true) // exclusive lock; nothing is written to it
 	if err != nil {
 		return 0, 0, err
 	}
 	defer closeQuietly(src)
-	// A damaged file is refused: the copy would carry its damage on, and the original is what
-	// `oncemq repair` needs.
-	r, err := readFile(src, time.Now().UnixNano(), slog.New(slog.DiscardHandler))
-	if err == nil {
-		err = r.damageError(path)
-	}
-	if err != nil {
-		return 0, 0, fmt.Errorf("compact %s: %w (run oncemq repair)", path, err)
-	}
 	tmp := path + ".compact"
 	if err := os.Remove(tmp); err != nil && !os.IsNotExist(err) {
 		return 0, 0, fmt.Errorf("compact %s: remove the leftover %s: %w", path, tmp, err)

@@ -22,6 +22,11 @@ type Damage struct {
 	// Dependent is set on an intact record that refers to a damaged or missing one: an entry
 	// whose message or session record is damaged. Repair gives it up with what it refers to.
 	Dependent bool
+
+	// unplaced is set on a record that failed its checksum or is out of key order: its key may be
+	// damaged and equal an intact record's, or a damaged page may show one record twice, so a copy
+	// leaves out such records by the same rules instead of by key.
+	unplaced bool
 }
 
 // String is one line: where the record is, what it belonged to, and what is wrong.
@@ -42,7 +47,7 @@ func (d Damage) String() string {
 	if d.Topic != "" {
 		who = append(who, fmt.Sprintf("topic %q", d.Topic))
 	}
-	s := fmt.Sprintf("bucket %s key %q", d.Bucket, d.Key)
+	s := fmt.Sprintf("bucket %s key %q", d.Bucket, abbreviate(d.Key))
 	if len(who) > 0 {
 		s += " (" + strings.Join(who, ", ") + ")"
 	}
@@ -131,4 +136,16 @@ func (e *DamageError) Error() string {
 		b.WriteString(d.String())
 	}
 	return b.String()
+}
+
+// maxKeyShown bounds the bytes of a key a message shows: a damaged key can run on into the bytes
+// after it, and a topic can be 64 KiB long.
+const maxKeyShown = 80
+
+// abbreviate returns key, cut to maxKeyShown bytes with "..." after it if longer.
+func abbreviate(key []byte) string {
+	if len(key) <= maxKeyShown {
+		return string(key)
+	}
+	return string(key[:maxKeyShown]) + "..."
 }

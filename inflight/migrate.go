@@ -1,6 +1,7 @@
 package inflight
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -29,7 +30,9 @@ func migrate(path string, now int64, log *slog.Logger) error {
 	if err != nil || version == formatVersion {
 		return err
 	}
-	src, err := openBolt(path, false, true) // exclusive lock, so no broker starts on it meanwhile
+	// A read-only handle: its shared lock keeps a broker off, and unlike a handle for writing it does
+	// not walk every page in a goroutine of bbolt's, where a damaged page would panic unrecovered.
+	src, err := openBolt(path, true, true)
 	if err != nil {
 		return err
 	}
@@ -87,7 +90,10 @@ func fileVersion(path string) (version byte, err error) {
 }
 
 // copyRecords writes every record of tx, a file of format version, into a new file at dst through
-// the write path of the committer, leaving out the keys in skip (by bucket), and syncs it. It
+// the write path of the committer, and syncs it. With a skip set (Repair) it leaves out the keys in
+// skip (by bucket) and every record that fails its checksum; without one (migrate) such a record
+// fails the copy. Records that fail their checksum or are out of key order (Damage.unplaced) are
+// not in skip: a damaged key can equal an intact record's, which must not go with it. It
 // returns how many records of each bucket it wrote. The records must have passed readState:
 // recordOp does not check again what readState checks (a key that matches its value).
 func copyRecords(tx *bolt.Tx, version byte, dst string, skip map[string]map[string]bool) (map[string]int, error) {
@@ -122,20 +128,28 @@ func copyRecords(tx *bolt.Tx, version byte, dst string, skip map[string]map[stri
 		if b == nil {
 			continue
 		}
+		var prev []byte
 		err := b.ForEach(func(k, v []byte) error {
+			v, err := r.value(name, k, v)
+			if err == nil && prev != nil && bytes.Compare(prev, k) >= 0 {
+				err = errors.New("key out of order")
+			}
+			if err != nil && skip != nil {
+				return nil // given up by the same rules as readState's
+			}
+			if err != nil {
+				return fmt.Errorf("bucket %s key %q: %w", name, abbreviate(k), err)
+			}
+			prev = k
 			if skip[string(name)][string(k)] {
 				return nil
-			}
-			v, err := r.value(name, k, v)
-			if err != nil {
-				return fmt.Errorf("bucket %s key %q: %w", name, k, err)
 			}
 			o, err := recordOp(string(name), k, v)
 			if err == nil {
 				err = o.validate()
 			}
 			if err != nil {
-				return fmt.Errorf("bucket %s key %q: %w", name, k, err)
+				return fmt.Errorf("bucket %s key %q: %w", name, abbreviate(k), err)
 			}
 			batch.ops = append(batch.ops, o)
 			counts[string(name)]++

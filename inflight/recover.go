@@ -158,20 +158,25 @@ func readState(tx *bolt.Tx, now int64, version byte, log *slog.Logger) (*recover
 		var prev []byte // bbolt memory, valid for the whole transaction
 		err := b.ForEach(func(k, v []byte) error {
 			prog.step()
-			if prev != nil && bytes.Compare(prev, k) >= 0 {
-				r.damaged(string(name), k, fmt.Errorf("key out of order after %q", prev))
-				return nil
-			}
-			prev = k
 			if v == nil {
 				r.damaged(string(name), k, fmt.Errorf("nested bucket"))
 				return nil
 			}
 			v, err := r.value(name, k, v)
-			if err == nil {
-				err = read(k, v)
-			}
 			if err != nil {
+				r.damaged(string(name), k, err)
+				r.damage[len(r.damage)-1].unplaced = true
+				return nil
+			}
+			// The order is checked against the last intact key only: a damaged key (found by
+			// its checksum) must not make every key after it look out of order.
+			if prev != nil && bytes.Compare(prev, k) >= 0 {
+				r.damaged(string(name), k, fmt.Errorf("key out of order after %q", abbreviate(prev)))
+				r.damage[len(r.damage)-1].unplaced = true
+				return nil
+			}
+			prev = k
+			if err := read(k, v); err != nil {
 				r.damaged(string(name), k, err)
 			}
 			return nil
