@@ -18,15 +18,15 @@ import (
 // it: starting empty would drop every message already acknowledged, and rewriting the file would
 // destroy what an operator needs to recover it.
 //
-// The zero-length oncemq.db of testdata/store/empty is left out: Open takes an empty file for a new
-// one and starts with no state. Whether an empty file must be refused instead (it is what a crash
-// between creating the file and bbolt's first write leaves, and also what a lost file system
-// leaves) is an open question of the storage v2 issue.
+// The zero-length oncemq.db of testdata/store/empty is refused too: Open creates a new store beside
+// its path and renames it into place, so no crash of oncemq leaves an empty file, and an empty file
+// is what a lost file system leaves.
 func TestOpenRefusesDamagedFile(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		says string // what the error must say, besides the path
 	}{
+		{"empty", "the file is empty (0 bytes)"},
 		{"garbage", "not a readable bbolt file"},
 		{"truncated", "corrupt"},
 	} {
