@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/oncemq/oncemq/cmd/oncemq/internal/admin"
 	"github.com/oncemq/oncemq/cmd/oncemq/internal/cli"
+	"github.com/oncemq/oncemq/inflight"
 	"github.com/oncemq/oncemq/mqtt"
 )
 
@@ -76,6 +78,12 @@ func Main(args []string, env cli.Env) int {
 	srv, lns, reloaders, err := newServer(cfg, env.Version, log, adm)
 	if err != nil {
 		log.Error("oncemq cannot start", "err", err)
+		var damage *inflight.DamageError
+		if errors.As(err, &damage) {
+			// The list once more, a line each, for the person who reads it: the log line
+			// holds it escaped in one attribute.
+			fmt.Fprintf(env.Stderr, "oncemq: %v\n", damage)
+		}
 		return cli.ExitFailure
 	}
 	listening := func(bool) {}
