@@ -6,8 +6,10 @@ package inflight
 //
 // # File
 //
-// One bbolt file. Bucket meta, key "format", holds the file's format version (one byte, 1); Open
-// refuses a file whose version it does not know.
+// One bbolt file. Bucket meta, key "format", holds the file's format version: in format 2 the
+// byte 2 sealed like every value (5 bytes, see Values), in format 1 the single byte 1. Open
+// refuses a file whose version it does not know, and a bbolt file without meta/format; it
+// migrates a format 1 file to format 2 (migrate.go) with the decoders below, which read both.
 //
 // # Keys
 //
@@ -37,7 +39,14 @@ package inflight
 //
 // # Values
 //
-// Every value starts with a format version byte, 1. After it:
+// Every value starts with a format version byte (2; 1 in a format 1 file) and, in format 2, ends
+// with a checksum:
+//
+//	version u8, body, crc u32
+//
+// crc is the CRC-32C (Castagnoli, hash/crc32), big-endian, of the bucket name, one 0x00 byte, the
+// key, and the value before the crc (version and body); checksum.go says why the bucket is in it.
+// A format 1 value is version u8, body, with no crc. The body is the same in both versions:
 //
 //	inbound       reason u8                                 (the PUBREC reason code sent)
 //	outbound      state u8, qos u8, retain u8, order u64, msgSeq u64, subIDs
