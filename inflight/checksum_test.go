@@ -374,3 +374,35 @@ func BenchmarkSeal(b *testing.B) {
 		})
 	}
 }
+
+// A file cut short at any page boundary past its meta pages either fails Open naming the file, or,
+// when the cut removed only pages bbolt keeps free, recovers every message intact: never a state
+// with messages silently missing.
+func TestOpenTruncated(t *testing.T) {
+	_, good := queuedStore(t, 300)
+	const page = 4096
+	var refused, whole int
+	for cut := 2 * page; cut < len(good); cut += page {
+		path := copyTo(t, good[:cut])
+		j, rec, err := Open(path, &Options{Logger: testLogger(&logBuffer{})})
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) {
+				t.Errorf("cut at %d: err = %v, want ErrCorrupt naming the file", cut, err)
+			}
+			if refused == 0 {
+				t.Logf("cut at %d: %v", cut, err)
+			}
+			refused++
+			continue
+		}
+		if got := intactPayloads(t, rec); len(got) != 300 {
+			t.Errorf("cut at %d of %d: Open started with %d of 300 messages", cut, len(good), len(got))
+		}
+		j.Close()
+		whole++
+	}
+	t.Logf("%d cuts refused, %d removed only free space", refused, whole)
+	if refused == 0 {
+		t.Error("no cut was refused")
+	}
+}

@@ -93,7 +93,7 @@ func guard(fn func() error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: bbolt panicked reading it: %v", ErrCorrupt, r)
+			err = fmt.Errorf("%w: bbolt panicked reading it (a damaged or truncated file): %v", ErrCorrupt, r)
 		}
 	}()
 	return fn()

@@ -18,10 +18,10 @@ import (
 // bbolt's own test helper checks its file after each test: every integration test is also a test
 // that the broker left a consistent store behind, not only that its clients saw the right packets.
 //
-// inflight has no read-only way to read a file back, so the file is opened as the next start would
-// open it. Open repairs what it can (entries without a session, entries whose message is missing,
-// messages nobody refers to) with a warning or a count in its log instead of failing, so the
-// warnings and those counts are violations too.
+// The file is opened as the next start would open it. Open fails on damage (records that fail
+// their checksum, entries whose message is missing), and removes what it can (entries without a
+// session, messages nobody refers to) with a warning or a count in its log instead of failing, so
+// the warnings and those counts are violations too.
 func CheckStore(t testing.TB, dir string) {
 	t.Helper()
 	path := filepath.Join(dir, mqtt.DataFile)

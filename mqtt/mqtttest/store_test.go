@@ -50,8 +50,8 @@ func session(b *inflight.Batch) {
 	b.PutSession(inflight.SessionRecord{ClientID: client, ProtocolVersion: 5, ExpiryInterval: 300})
 }
 
-// CheckStore passes a consistent store and reports each kind of damage inflight.Open repairs
-// quietly, and a missing file.
+// CheckStore passes a consistent store and reports each kind of damage: what inflight.Open repairs
+// quietly, what it refuses (an entry whose message is missing), and a missing file.
 func TestCheckStore(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -72,7 +72,7 @@ func TestCheckStore(t *testing.T) {
 		{"entry whose message is missing", func(j *inflight.Journal, b *inflight.Batch) {
 			session(b)
 			b.PutQueued(client, inflight.QueuedRecord{Order: 1, QoS: 1, MsgSeq: 42})
-		}, "missing message"},
+		}, "refers to message 42, which is missing"},
 		{"entry without a session", func(j *inflight.Journal, b *inflight.Batch) {
 			b.PutInbound("nobody", 7, 0)
 		}, "without a session"},
