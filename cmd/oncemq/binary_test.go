@@ -37,7 +37,7 @@ func startCrashableBroker(t testing.TB, dataDir string, env []string, args ...st
 	return oncemqtest.StartBroker(t, oncemqtest.Build(t, "failpoint"), dataDir, env, args...)
 }
 
-// A data file that another oncemq holds, or that is not a bbolt file at all, stops start-up with
+// A data file that another oncemq holds, that is not a bbolt file at all, or that is empty, stops start-up with
 // exit status 1 and a message naming the file, never an empty broker (DESIGN §5).
 func TestStartupRefusesLockedOrCorruptData(t *testing.T) {
 	bin := oncemqtest.Build(t)
@@ -63,5 +63,17 @@ func TestStartupRefusesLockedOrCorruptData(t *testing.T) {
 	out, err = run(bad)
 	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(out, filepath.Join(bad, "oncemq.db")) {
 		t.Errorf("corrupt data file: %v, output %q; want exit 1 naming the file", err, out)
+	}
+
+	// An empty oncemq.db is not a new store: a lost file system leaves one, and starting empty
+	// on it would drop every session.
+	empty := t.TempDir()
+	if err := os.WriteFile(filepath.Join(empty, "oncemq.db"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err = run(empty)
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(out, filepath.Join(empty, "oncemq.db")) ||
+		!strings.Contains(out, "the file is empty (0 bytes)") {
+		t.Errorf("empty data file: %v, output %q; want exit 1 naming the file as empty", err, out)
 	}
 }
