@@ -19,7 +19,7 @@ type Inspection struct {
 	FreePages int   // pages free for reuse: what compaction would give back
 
 	// What the next Open removes: sessions whose expiry passed (or that ended with their
-	// connection), entries without a session or whose message is missing, and messages nothing
+	// connection), entries without a session record, and messages nothing
 	// refers to.
 	ExpiredSessions []string
 	BrokenEntries   int
