@@ -94,7 +94,7 @@ func guard(fn func() error) (err error) {
 
 // recoveryBuckets are the buckets readState reads, in its order: sessions first, so that every
 // other entry finds its session.
-var recoveryBuckets = [][]byte{bucketSessions, bucketSubs, bucketIn, bucketOut, bucketQueue, bucketMsgs, bucketRetained, bucketDedup}
+var recoveryBuckets = [][]byte{bucketSessions, bucketSubs, bucketIn, bucketOut, bucketQueue, bucketMsgs, bucketRetained, bucketDedup, bucketShared}
 
 // recovery is the state of one recovery transaction.
 type recovery struct {
@@ -112,6 +112,7 @@ type recovery struct {
 	lastSeq   uint64
 	deletions map[string][][]byte // by bucket: strays, broken references, orphans
 	dedup     []DedupRecord       // every dedup id in the file, in key order
+	shared    []SharedRecord      // every group queue record, in key order
 
 	subs, inbound, outbound, queued, orphans, dropped int
 }
@@ -129,7 +130,7 @@ func readState(tx *bolt.Tx, now int64, log *slog.Logger) (*recovery, error) {
 		deletions: make(map[string][][]byte),
 	}
 	readers := []func(k, v []byte) error{r.readSession, r.readSubscription, r.readInbound, r.readOutbound,
-		r.readQueued, r.readMessage, r.readRetained, r.readDedup}
+		r.readQueued, r.readMessage, r.readRetained, r.readDedup, r.readShared}
 	prog := newProgress(log, time.Now, progressEvery, func() int { return countRecords(tx) })
 	for i, name := range recoveryBuckets {
 		read := readers[i]
@@ -373,6 +374,7 @@ func (r *recovery) resolve() {
 		r.outbound += len(s.Outbound)
 		r.queued += len(s.Queue)
 	}
+	r.resolveShared(referenced)
 	for seq := range r.msgs {
 		if !referenced[seq] {
 			r.deleteKey("msgs", seqKey(seq))
@@ -427,7 +429,7 @@ func (r *recovery) result() (*Recovered, uint64) {
 		m.Seq = r.lastSeq
 	}
 	rec := &Recovered{Retained: r.retained, Messages: r.msgs, Expired: len(r.expired), ExpiredWills: r.wills,
-		Dedup: r.dedup}
+		Dedup: r.dedup, Shared: r.shared}
 	for _, s := range r.sessions {
 		rec.Sessions = append(rec.Sessions, *s)
 	}
@@ -436,6 +438,6 @@ func (r *recovery) result() (*Recovered, uint64) {
 		slog.Int("inbound", r.inbound), slog.Int("outbound", r.outbound), slog.Int("queued", r.queued),
 		slog.Int("messages", len(r.msgs)), slog.Int("retained", len(r.retained)),
 		slog.Int("expired", len(r.expired)), slog.Int("orphans_removed", r.orphans),
-		slog.Int("broken_removed", r.dropped), slog.Int("dedup_ids", len(r.dedup)))
+		slog.Int("broken_removed", r.dropped), slog.Int("dedup_ids", len(r.dedup)), slog.Int("shared", len(r.shared)))
 	return rec, r.lastSeq
 }

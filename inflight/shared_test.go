@@ -1,0 +1,111 @@
+package inflight
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// TestSharedRecordsRoundTrip: group queue records, waiting and sent, come back from the file in
+// key order with their message references counted; a deleted one does not; a message referred to
+// only by a group record survives recovery (it is not an orphan).
+func TestSharedRecordsRoundTrip(t *testing.T) {
+	j, _, path := openTest(t, "", nil)
+	m1 := newMessage(j, "t/1", "one")
+	m2 := newMessage(j, "t/2", "two")
+	recs := []SharedRecord{
+		{Group: "g", Filter: "t/#", Order: 1, MsgSeq: m1.Seq, Member: "alice", PacketID: 7, QoS: 2},
+		{Group: "g", Filter: "t/#", Order: 2, MsgSeq: m2.Seq},
+		{Group: "g", Filter: "t/#", Order: 300, MsgSeq: m1.Seq},
+		{Group: "h", Filter: "t/2", Order: 1, MsgSeq: m2.Seq, Member: "bob", PacketID: 65535, QoS: 1},
+	}
+	var b Batch
+	b.PutMessage(m1)
+	b.PutMessage(m2)
+	for _, r := range recs {
+		b.PutShared(r)
+	}
+	b.PutShared(SharedRecord{Group: "gone", Filter: "t", Order: 5, MsgSeq: m2.Seq})
+	mustCommit(t, j, &b)
+	var d Batch
+	d.DeleteShared("gone", "t", 5)
+	mustCommit(t, j, &d)
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, rec, _ := openTest(t, path, nil)
+	if !reflect.DeepEqual(rec.Shared, recs) {
+		t.Fatalf("recovered shared records\n%+v\nwant\n%+v", rec.Shared, recs)
+	}
+	if got := rec.Messages[m1.Seq].refs.Load(); got != 2 {
+		t.Errorf("message 1 has %d references, want 2", got)
+	}
+	if got := rec.Messages[m2.Seq].refs.Load(); got != 2 {
+		t.Errorf("message 2 has %d references, want 2", got)
+	}
+}
+
+// TestSharedRecordMissingMessageRemoved: a group record whose message is gone (damage) is removed
+// at start-up and logged; the state passes Check.
+func TestSharedRecordMissingMessageRemoved(t *testing.T) {
+	j, _, path := openTest(t, "", nil)
+	m := newMessage(j, "t", "x")
+	var b Batch
+	b.PutMessage(m)
+	b.PutShared(SharedRecord{Group: "g", Filter: "t", Order: 1, MsgSeq: m.Seq})
+	b.PutShared(SharedRecord{Group: "g", Filter: "t", Order: 2, MsgSeq: m.Seq + 100})
+	mustCommit(t, j, &b)
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	j2, rec, _ := openTest(t, path, nil)
+	if len(rec.Shared) != 1 || rec.Shared[0].Order != 1 {
+		t.Fatalf("recovered %+v, want only order 1", rec.Shared)
+	}
+	if err := j2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if keys := rawKeys(t, path, bucketShared); len(keys) != 1 {
+		t.Errorf("bucket shared holds %d keys after recovery, want 1", len(keys))
+	}
+}
+
+// TestSharedBatchValidation: a batch with a malformed group record is refused alone, before the
+// commit.
+func TestSharedBatchValidation(t *testing.T) {
+	j, _, _ := openTest(t, "", nil)
+	for _, r := range []SharedRecord{
+		{Group: "", Filter: "t", Order: 1, MsgSeq: 1},
+		{Group: "a/b", Filter: "t", Order: 1, MsgSeq: 1},
+		{Group: "g+", Filter: "t", Order: 1, MsgSeq: 1},
+		{Group: "g", Filter: "", Order: 1, MsgSeq: 1},
+		{Group: "g", Filter: "t", Order: 1},
+		{Group: "g", Filter: "t", Order: 1, MsgSeq: 1, Member: "a", PacketID: 0, QoS: 1},
+		{Group: "g", Filter: "t", Order: 1, MsgSeq: 1, Member: "a", PacketID: 1, QoS: 0},
+		{Group: "g", Filter: "t", Order: 1, MsgSeq: 1, PacketID: 3},
+	} {
+		var b Batch
+		b.PutShared(r)
+		if err := commit(t, j, &b); err == nil {
+			t.Errorf("%+v: committed, want ErrInvalidBatch", r)
+		}
+	}
+}
+
+// TestSharedValueCorrupt: an undecodable group record stops start-up naming the bucket.
+func TestSharedValueCorrupt(t *testing.T) {
+	j, _, path := openTest(t, "", nil)
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rawUpdate(t, path, func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketShared).Put(sharedKey("g", "t", 1), []byte{formatVersion, 9})
+	})
+	_, _, err := Open(path, &Options{Logger: testLogger(&logBuffer{})})
+	if err == nil || !strings.Contains(err.Error(), "bucket shared") {
+		t.Fatalf("Open: %v, want an error naming bucket shared", err)
+	}
+	rawUpdate(t, path, func(tx *bolt.Tx) error { return tx.Bucket(bucketShared).Delete(sharedKey("g", "t", 1)) })
+}
