@@ -79,6 +79,12 @@ const (
 	// DropNotRetained: a QoS 0 message was delivered but not retained, the retained messages being
 	// at their limit (MaxRetained, MaxRetainedBytes); the client id is "".
 	DropNotRetained = session.RetainedFull
+	// DropSharedNoMember: a shared subscription group had no member for the message (QoS 0 with no
+	// member online, or waiting when the group's last member left); clientID is the group's filter.
+	DropSharedNoMember = session.SharedNoMember
+	// DropSharedMemberGone: a QoS 2 message sent to a member of a shared subscription group whose
+	// session ended first; never sent to another member [MQTT-4.8.2-5]. clientID is the group's filter.
+	DropSharedMemberGone = session.SharedMemberGone
 )
 
 // Disconnect says how a connection ended.

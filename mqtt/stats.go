@@ -42,6 +42,11 @@ type Stats struct {
 	DroppedQoS0      uint64 // QoS 0 deliveries dropped at a full write queue (Options.WriteQueueBytes)
 	NotRetained      uint64 // QoS 0 retained messages not kept: retained messages at their limit
 	RefusedQueueFull uint64 // QoS 1/2 PUBLISHes refused with 0x97: a matching queue, or the retained messages, full
+	// Shared subscriptions: groups, messages waiting in their queues, and messages dropped: QoS 0
+	// with no member online or waiting in a group whose last member left (DroppedSharedNoMember),
+	// QoS 2 sent to a member whose session ended first (DroppedSharedMemberGone) [MQTT-4.8.2-5].
+	SharedGroups, SharedQueued                     int
+	DroppedSharedNoMember, DroppedSharedMemberGone uint64
 
 	// PUBLISH packets since start, by QoS (index 0, 1, 2), and their payload bytes: received from
 	// clients (resends included), and written to clients (resends with DUP included).
@@ -97,39 +102,43 @@ func (s *Server) Stats() Stats {
 	}
 	_, unavailable := s.engine()
 	st := Stats{
-		ConnectionsByListener: byListener,
-		Sessions:              bs.Sessions,
-		SessionsOnline:        bs.SessionsOnline,
-		InboundInFlight:       bs.InboundAwaitingPubrel,
-		OutboundInFlight:      bs.OutboundInFlight,
-		Queued:                bs.Queued,
-		QueuedBytes:           bs.QueuedBytes,
-		Retained:              bs.Retained,
-		Subscriptions:         bs.Subscriptions,
-		RetainedBytes:         bs.RetainedBytes,
-		FullSessions:          bs.FullSessions,
-		NotRetained:           bs.RetainedFull,
-		RefusedQueueFull:      bs.QueueRefused,
-		ClosedAtAccept:        s.connsClosedAtAccept.Load(),
-		DroppedQueueFull:      s.metrics.QueueOverflow.Load(),
-		DroppedExpired:        s.metrics.Expired.Load(),
-		DroppedTooLarge:       s.metrics.TooLarge.Load(),
-		NotAuthorized:         s.metrics.NotAuthorized.Load(),
-		PublishRefused:        s.metrics.PublishRefused.Load(),
-		NotOwner:              s.metrics.NotOwner.Load(),
-		SessionsExpired:       s.metrics.SessionsExpired.Load(),
-		DuplicatesByPacketID:  s.metrics.DuplicatesByPacketID.Load(),
-		DuplicatesByDedupID:   s.metrics.DuplicatesByDedupID.Load(),
-		DedupIDs:              bs.DedupIDs,
-		Commits:               js.Commits,
-		Batches:               js.Batches,
-		Records:               js.Ops,
-		CommitFailures:        s.metrics.CommitFailures.Load(),
-		CommitLatency:         LatencyHistogram(js.CommitLatency),
-		StoreFailures:         s.storeFailures.Load(),
-		StoreHeals:            s.heals.Load(),
-		StoreFailed:           unavailable != nil,
-		Recovery:              recovery,
+		ConnectionsByListener:   byListener,
+		Sessions:                bs.Sessions,
+		SessionsOnline:          bs.SessionsOnline,
+		InboundInFlight:         bs.InboundAwaitingPubrel,
+		OutboundInFlight:        bs.OutboundInFlight,
+		Queued:                  bs.Queued,
+		QueuedBytes:             bs.QueuedBytes,
+		Retained:                bs.Retained,
+		Subscriptions:           bs.Subscriptions,
+		RetainedBytes:           bs.RetainedBytes,
+		FullSessions:            bs.FullSessions,
+		NotRetained:             bs.RetainedFull,
+		RefusedQueueFull:        bs.QueueRefused,
+		SharedGroups:            bs.SharedGroups,
+		SharedQueued:            bs.SharedQueued,
+		DroppedSharedNoMember:   bs.SharedNoMember,
+		DroppedSharedMemberGone: bs.SharedMemberGone,
+		ClosedAtAccept:          s.connsClosedAtAccept.Load(),
+		DroppedQueueFull:        s.metrics.QueueOverflow.Load(),
+		DroppedExpired:          s.metrics.Expired.Load(),
+		DroppedTooLarge:         s.metrics.TooLarge.Load(),
+		NotAuthorized:           s.metrics.NotAuthorized.Load(),
+		PublishRefused:          s.metrics.PublishRefused.Load(),
+		NotOwner:                s.metrics.NotOwner.Load(),
+		SessionsExpired:         s.metrics.SessionsExpired.Load(),
+		DuplicatesByPacketID:    s.metrics.DuplicatesByPacketID.Load(),
+		DuplicatesByDedupID:     s.metrics.DuplicatesByDedupID.Load(),
+		DedupIDs:                bs.DedupIDs,
+		Commits:                 js.Commits,
+		Batches:                 js.Batches,
+		Records:                 js.Ops,
+		CommitFailures:          s.metrics.CommitFailures.Load(),
+		CommitLatency:           LatencyHistogram(js.CommitLatency),
+		StoreFailures:           s.storeFailures.Load(),
+		StoreHeals:              s.heals.Load(),
+		StoreFailed:             unavailable != nil,
+		Recovery:                recovery,
 	}
 	for _, n := range byListener {
 		st.Connections += n

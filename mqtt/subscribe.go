@@ -4,6 +4,7 @@ import (
 	"github.com/mochi-mqtt/server/v2/packets"
 	"github.com/oncemq/oncemq/session"
 	"github.com/oncemq/oncemq/session/reason"
+	"github.com/oncemq/oncemq/session/topic"
 )
 
 // handleSubscribe turns a SUBSCRIBE into subscription requests for the session layer. A filter the
@@ -27,6 +28,9 @@ func (c *conn) subscriptionRequests(pk *packets.Packet) ([]session.SubscriptionR
 	for i, f := range pk.Filters {
 		if f.RetainHandling > 2 {
 			return nil, protocolViolation("retain handling 3") // [MQTT-3.8.3-5]
+		}
+		if f.NoLocal && topic.IsShared(f.Filter) {
+			return nil, protocolViolation("No Local on a shared subscription") // [MQTT-3.8.3-4]
 		}
 		reqs[i] = session.SubscriptionRequest{Filter: f.Filter, QoS: f.Qos, NoLocal: f.NoLocal,
 			RetainAsPublished: f.RetainAsPublished, RetainHandling: f.RetainHandling, Identifier: f.Identifier}
