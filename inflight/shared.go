@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// SharedRecord is one message of a shared subscription group's queue [MQTT-4.8.2], bucket shared,
+// SharedRecord is one message of a shared subscription group's queue (§4.8.2), bucket shared,
 // key Group 0x00 Filter 0x00 Order. The group keeps it from the moment the message is routed to
 // the group until the member it was sent to completes it (or refuses it), so that an
 // acknowledgement to the publisher never rests on a member whose session lives in memory only.

@@ -7,7 +7,7 @@ import (
 	"github.com/oncemq/oncemq/session/topic"
 )
 
-// Shared subscriptions, "$share/{group}/{filter}" [MQTT-4.8.2]: each message that matches a group
+// Shared subscriptions, "$share/{group}/{filter}" (§4.8.2): each message that matches a group
 // goes to one member of it. The group owns a durable queue of message references (bucket shared,
 // inflight.SharedRecord); a member takes the next message only when it can send it at once
 // (connected, its resends done, its in-flight count below its Receive Maximum, room in its write
