@@ -217,7 +217,7 @@ func (b *Broker) routeShared(batch *inflight.Batch, gs []*group, m *inflight.Mes
 		}
 		given++
 		if m.QoS == 0 {
-			if s := b.pickMember(g, m, nil); s != nil {
+			if s := b.pickMember(g, m, nil, true); s != nil {
 				b.sendShared(batch, g, &sharedMsg{g: g, msg: m}, s, now, out)
 			} else {
 				b.dropped(g.key, m.Topic, SharedNoMember)
@@ -234,7 +234,7 @@ func (b *Broker) routeShared(batch *inflight.Batch, gs []*group, m *inflight.Mes
 			batch.PutMessage(m)
 		}
 		if len(g.waiting) == 0 {
-			if s := b.pickMember(g, m, nil); s != nil && b.sendShared(batch, g, sm, s, now, out) != noRoom {
+			if s := b.pickMember(g, m, nil, false); s != nil && b.sendShared(batch, g, sm, s, now, out) != noRoom {
 				continue
 			}
 		}
@@ -275,15 +275,17 @@ func (b *Broker) canTake(s *Session, m *inflight.Message) bool {
 }
 
 // pickMember returns the next member of g, round robin, that can take m at once, skipping those in
-// skip; nil if none. Caller holds b.mu.
-func (b *Broker) pickMember(g *group, m *inflight.Message, skip map[string]bool) *Session {
+// skip; nil if none. A QoS 0 message (qos0) needs no send quota: any connected member that may
+// read it takes it. Caller holds b.mu.
+func (b *Broker) pickMember(g *group, m *inflight.Message, skip map[string]bool, qos0 bool) *Session {
 	for range len(g.members) {
 		g.next = (g.next + 1) % len(g.members)
 		id := g.members[g.next]
 		if skip[id] {
 			continue
 		}
-		if s := b.sessions[id]; b.canTake(s, m) {
+		s := b.sessions[id]
+		if qos0 && s != nil && s.connected() && b.mayRead(s, m.Topic) || !qos0 && b.canTake(s, m) {
 			return s
 		}
 	}
@@ -347,7 +349,7 @@ func (b *Broker) dispatch(batch *inflight.Batch, g *group, out *outbox) {
 			b.forgetShared(batch, sm)
 			continue
 		}
-		s := b.pickMember(g, sm.msg, full)
+		s := b.pickMember(g, sm.msg, full, false)
 		if s == nil {
 			return
 		}

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"slices"
 	"testing"
 )
 
@@ -136,5 +137,24 @@ func TestSharedQoS0NoMemberOnlineDropped(t *testing.T) {
 	h.settle()
 	if len(drops) != 1 || drops[0] != SharedNoMember || h.b.Metrics.SharedNoMember.Load() != 1 {
 		t.Fatalf("drops %v, counted %d: want one %s", drops, h.b.Metrics.SharedNoMember.Load(), SharedNoMember)
+	}
+}
+
+// QoS 0 needs no send quota: a member whose Receive Maximum is used up still gets it.
+func TestSharedQoS0ToMemberAtItsReceiveMaximum(t *testing.T) {
+	h := newHarness(t, Options{})
+	m, mC := h.connect("m", 3600, 1)
+	h.subscribe(m, mC, "$share/g/t", 1)
+	h.publishLocal("t", "q1", 1, false)
+	h.settle() // in flight: m's only slot
+	h.publishLocal("t", "q0", 0, false)
+	h.j.commit()
+	got := h.rec.take()
+	want := "m <- PUBLISH id=0 qos=0 dup=false retain=false t q0"
+	if !slices.Contains(got, want) {
+		t.Fatalf("events %q: want %q", got, want)
+	}
+	if n := h.b.Metrics.SharedNoMember.Load(); n != 0 {
+		t.Errorf("SharedNoMember %d, want 0", n)
 	}
 }
