@@ -61,7 +61,8 @@ type Authorizer interface {
 	CanPublish(c *Client, topic string) bool
 	// CanSubscribe reports whether the client may subscribe to filter; a refused filter gets 0x87
 	// (3.1.1: 0x80) in SUBACK. A filter wider than what the client may read (such as #) may be
-	// granted: CanRead filters each message.
+	// granted: CanRead filters each message. For a shared subscription, $share/{group}/{filter},
+	// it is asked about {filter}: the share name grants nothing.
 	CanSubscribe(c *Client, filter string) bool
 	// CanRead reports whether the session of clientID, owned by username, may receive a message
 	// published to topic. Called with the broker's lock held.

@@ -11,6 +11,7 @@ import (
 	"github.com/eclipse/paho.golang/paho/session/state"
 	"github.com/mochi-mqtt/server/v2/packets"
 
+	"github.com/oncemq/oncemq/mqtt"
 	"github.com/oncemq/oncemq/mqtt/mqtttest"
 )
 
@@ -384,4 +385,21 @@ func receiveAllQoS2(t *testing.T, c *mqtttest.Client, topic, prefix string, from
 	for _, id := range ids {
 		completeOutbound(t, c, id)
 	}
+}
+
+// The Authorizer decides a shared subscription by the filter after the share name.
+func TestSharedSubscriptionAuthorizedByItsFilter(t *testing.T) {
+	forEachVersion(t, func(t *testing.T, v byte) {
+		b := mqtttest.StartBroker(t, mqtttest.WithOptions(func(o *mqtt.Options) { o.Authorizer = denyPrefix{prefix: "secret/"} }))
+		c := connectClean(t, b, v, "c")
+		c.Subscribe(1, "$share/g/secret/x", 1)
+		want := byte(0x87)
+		if v == v311 {
+			want = 0x80
+		}
+		if ack := c.ExpectID(t, packets.Suback, 1); len(ack.ReasonCodes) != 1 || ack.ReasonCodes[0] != want {
+			t.Fatalf("SUBACK for $share/g/secret/x: % x, want %02x", ack.ReasonCodes, want)
+		}
+		c.SubscribeOK(t, 2, "$share/secret/public/x", 1) // a share name is not a topic
+	})
 }
