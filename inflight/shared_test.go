@@ -109,3 +109,27 @@ func TestSharedValueCorrupt(t *testing.T) {
 	}
 	rawUpdate(t, path, func(tx *bolt.Tx) error { return tx.Bucket(bucketShared).Delete(sharedKey("g", "t", 1)) })
 }
+
+// Inspect counts each group's waiting and sent messages.
+func TestInspectCountsGroupQueues(t *testing.T) {
+	j, _, path := openTest(t, "", nil)
+	m := newMessage(j, "t", "x")
+	var b Batch
+	b.PutMessage(m)
+	b.PutShared(SharedRecord{Group: "g", Filter: "t", Order: 1, MsgSeq: m.Seq, Member: "a", PacketID: 1, QoS: 1})
+	b.PutShared(SharedRecord{Group: "g", Filter: "t", Order: 2, MsgSeq: m.Seq})
+	b.PutShared(SharedRecord{Group: "g", Filter: "t", Order: 3, MsgSeq: m.Seq})
+	b.PutShared(SharedRecord{Group: "h", Filter: "t", Order: 1, MsgSeq: m.Seq})
+	mustCommit(t, j, &b)
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	in, err := Inspect(path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []InspectedGroup{{Group: "g", Filter: "t", Waiting: 2, Sent: 1}, {Group: "h", Filter: "t", Waiting: 1}}
+	if !reflect.DeepEqual(in.Shared, want) {
+		t.Fatalf("groups %+v, want %+v", in.Shared, want)
+	}
+}
