@@ -108,3 +108,59 @@ func mosquittoPubLines(t *testing.T, version, host, port, topic string, lines []
 		t.Fatalf("mosquitto_pub -l did not finish within %v", mosquittoExitTimeout)
 	}
 }
+
+// Messages for a group whose members (persistent mosquitto_sub sessions) are all offline wait in
+// the group queue across kill -9 of the broker, and reach the members when they come back, each
+// message exactly once over the group.
+func TestInteropMosquittoSharedQueueAcrossCrash(t *testing.T) {
+	requireMosquitto(t)
+	t.Parallel()
+	for _, version := range mosquittoVersions {
+		t.Run(version, func(t *testing.T) {
+			t.Parallel()
+			b := startBroker(t, t.TempDir(), nil)
+			const total = 10
+			topic := "interop/" + version + "/shared-crash"
+			filter := "$share/g/" + topic
+			member := func(i int, extra ...string) *mosquittoSub {
+				args := append([]string{"-c", "-i", fmt.Sprintf("crash-member-%d-%s", i, version), "-q", "2", "-t", filter}, extra...)
+				return startMosquittoSub(t, b, version, args...)
+			}
+			member(1, "-E").wait(t) // the sessions and their subscriptions exist; both offline
+			member(2, "-E").wait(t)
+			var lines []string
+			for i := range total {
+				lines = append(lines, fmt.Sprintf("c-%02d", i))
+			}
+			mosquittoPubLines(t, version, b.Host, b.Port, topic, lines)
+			b.Kill()
+			b = b.Restart(t, nil)
+			members := []*mosquittoSub{member(1, "-W", "60"), member(2, "-W", "60")}
+			deadline := time.Now().Add(mosquittoExitTimeout)
+			for n := 0; !allSawSentinel(members); n++ {
+				if time.Now().After(deadline) {
+					t.Fatalf("not every member got a sentinel in %v:\n%s\n----\n%s", mosquittoExitTimeout, members[0].output(), members[1].output())
+				}
+				mosquittoPub(t, b, version, "-q", "2", "-t", topic, "-m", fmt.Sprintf("%s-%d", sentinel, n))
+			}
+			seen := make(map[string]int)
+			for _, m := range members {
+				m.mu.Lock()
+				for _, msg := range m.msgs {
+					if !strings.HasPrefix(msg.Payload, sentinel) {
+						seen[msg.Payload]++
+					}
+				}
+				m.mu.Unlock()
+			}
+			for _, p := range lines {
+				if seen[p] != 1 {
+					t.Errorf("%s received %d times by the group, want exactly once", p, seen[p])
+				}
+			}
+			if len(seen) != total {
+				t.Errorf("the group received %d distinct messages %v, want %d", len(seen), seen, total)
+			}
+		})
+	}
+}
