@@ -233,10 +233,8 @@ func (b *Broker) routeShared(batch *inflight.Batch, gs []*group, m *inflight.Mes
 		if m.Ref() {
 			batch.PutMessage(m)
 		}
-		if len(g.waiting) == 0 {
-			if s := b.pickMember(g, m, nil, false); s != nil && b.sendShared(batch, g, sm, s, now, out) != noRoom {
-				continue
-			}
+		if len(g.waiting) == 0 && b.offer(batch, g, sm, now, out, make(map[string]bool)) {
+			continue
 		}
 		g.waiting = append(g.waiting, sm)
 		g.heldBytes += messageBytes(m)
@@ -336,11 +334,27 @@ func (b *Broker) sendShared(batch *inflight.Batch, g *group, sm *sharedMsg, s *S
 	return sent
 }
 
+// offer sends sm to the next member that can take it at once, and reports whether one did (or
+// the message was discarded as too large for it). Members whose write queue turns it away are
+// added to full and not asked again. Caller holds b.mu.
+func (b *Broker) offer(batch *inflight.Batch, g *group, sm *sharedMsg, now int64, out *outbox, full map[string]bool) bool {
+	for {
+		s := b.pickMember(g, sm.msg, full, false)
+		if s == nil {
+			return false
+		}
+		if b.sendShared(batch, g, sm, s, now, out) != noRoom {
+			return true
+		}
+		full[s.ClientID] = true
+	}
+}
+
 // dispatch sends g's waiting messages, in order, to members that can take them at once, until
 // none can. Expired messages are dropped on the way. Caller holds b.mu.
 func (b *Broker) dispatch(batch *inflight.Batch, g *group, out *outbox) {
 	now := b.now().UnixNano()
-	var full map[string]bool // members whose write queue is full
+	full := make(map[string]bool) // members whose write queue is full
 	for len(g.waiting) > 0 {
 		sm := g.waiting[0]
 		if sm.msg.Expired(now) { // [MQTT-3.3.2-5]
@@ -349,16 +363,8 @@ func (b *Broker) dispatch(batch *inflight.Batch, g *group, out *outbox) {
 			b.forgetShared(batch, sm)
 			continue
 		}
-		s := b.pickMember(g, sm.msg, full, false)
-		if s == nil {
+		if !b.offer(batch, g, sm, now, out, full) {
 			return
-		}
-		if b.sendShared(batch, g, sm, s, now, out) == noRoom {
-			if full == nil {
-				full = make(map[string]bool)
-			}
-			full[s.ClientID] = true
-			continue
 		}
 		b.popWaiting(g)
 	}
