@@ -403,3 +403,28 @@ func TestSharedSubscriptionAuthorizedByItsFilter(t *testing.T) {
 		c.SubscribeOK(t, 2, "$share/secret/public/x", 1) // a share name is not a topic
 	})
 }
+
+// (C14) [MQTT-4.8.2-5]: a member that drops before PUBREC and whose session then expires never has
+// its QoS 2 message given to the other member.
+func TestSharedQoS2MemberSessionExpiresNotResent_MQTT_4_8_2_5(t *testing.T) {
+	t.Parallel()
+	b := mqtttest.StartBroker(t)
+	a := b.Dial(t, v5)
+	a.Connect(t, "a", true, 1) // Session Expiry Interval 1 s
+	a.SubscribeOK(t, 1, "$share/g/t", 2)
+	pub := connectClean(t, b, v5, "pub")
+	publishQoS2(t, pub, "t", 1, "m1")
+	a.ExpectPublish(t, "t", 2, "m1") // no PUBREC
+	c := connectClean(t, b, v5, "c")
+	c.SubscribeOK(t, 1, "$share/g/t", 2)
+	a.Drop(t)
+	deadline := time.Now().Add(mqtttest.ExpectTimeout)
+	for b.Server().Stats().DroppedSharedMemberGone == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the member's session did not end with its QoS 2 message dropped within %v", mqtttest.ExpectTimeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	publishQoS2(t, pub, "t", 2, "m2") // a sentinel: m1 would come before it
+	receiveQoS2(t, c, "t", "m2")
+}
