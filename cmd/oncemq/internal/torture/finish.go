@@ -31,7 +31,9 @@ func (t *torture) finish(rep *Report, subs []*subscriber, pubs []*publisher, exp
 		rep.SubscriberLines = append(rep.SubscriberLines, r)
 		tot.Expected += r.Expected
 		tot.Delivered += r.Delivered
-		tot.Distinct += r.Distinct
+		if r.Name != groupLine { // the members' distinct messages are the group's
+			tot.Distinct += r.Distinct
+		}
 		tot.Lost += r.Lost
 		tot.Duplicated += r.Duplicated
 		tot.Unexpected += r.Unexpected

@@ -22,6 +22,7 @@ import (
 const (
 	tortureShareFilter = "$share/torture/" + tortureFilter
 	unsubscribeID      = 2
+	groupLine          = "group" // the name of the group's line in the report
 	// leaveQuiet is how long a leaving member waits with nothing outstanding and no PUBLISH
 	// before it sends DISCONNECT: a delivery already on its way arrives in that time.
 	leaveQuiet = 50 * time.Millisecond
@@ -159,7 +160,7 @@ var noExpectation = &expectation{}
 // Duplicates across members count here (and a member's own duplicates in its line too).
 func groupResult(members []*subscriber, exp *expectation) SubscriberResult {
 	r := groupTally(members).result(exp)
-	r.Name, r.ClientID = "group", tortureShareFilter
+	r.Name, r.ClientID = groupLine, tortureShareFilter
 	// Counted in the members' lines already; the totals add the lines.
 	r.Delivered, r.Corrupt, r.QoS1Redeliveries = 0, 0, 0
 	own := 0
