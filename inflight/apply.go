@@ -15,7 +15,7 @@ var ErrInvalidBatch = errors.New("inflight: invalid batch")
 
 // buckets holds the buckets of one write transaction.
 type buckets struct {
-	sessions, subs, in, out, queue, msgs, retained, dedup *bolt.Bucket
+	sessions, subs, in, out, queue, msgs, retained, dedup, shared *bolt.Bucket
 }
 
 func txBuckets(tx *bolt.Tx) (buckets, error) {
@@ -28,8 +28,9 @@ func txBuckets(tx *bolt.Tx) (buckets, error) {
 		msgs:     tx.Bucket(bucketMsgs),
 		retained: tx.Bucket(bucketRetained),
 		dedup:    tx.Bucket(bucketDedup),
+		shared:   tx.Bucket(bucketShared),
 	}
-	for _, b := range []*bolt.Bucket{bk.sessions, bk.subs, bk.in, bk.out, bk.queue, bk.msgs, bk.retained, bk.dedup} {
+	for _, b := range []*bolt.Bucket{bk.sessions, bk.subs, bk.in, bk.out, bk.queue, bk.msgs, bk.retained, bk.dedup, bk.shared} {
 		if b == nil {
 			return bk, errors.New("bucket missing")
 		}
@@ -111,6 +112,8 @@ func (o *op) validate() error {
 		return validDedupKey(o.dedup.Key)
 	case opDeleteDedup:
 		return validDedupKey(o.topic)
+	case opPutShared, opDeleteShared:
+		return o.validateShared()
 	}
 	return nil
 }
@@ -185,6 +188,8 @@ func (bk buckets) apply(o *op) error {
 		return put(bk.dedup, bucketDedup, []byte(o.dedup.Key), encodeDedup(o.dedup))
 	case opDeleteDedup:
 		return bk.dedup.Delete([]byte(o.topic))
+	case opPutShared, opDeleteShared:
+		return bk.applyShared(o)
 	}
 	return fmt.Errorf("unknown change kind %d", o.kind)
 }

@@ -26,6 +26,8 @@ const (
 	opDeleteRetained
 	opPutDedup
 	opDeleteDedup
+	opPutShared
+	opDeleteShared
 )
 
 type op struct {
@@ -43,6 +45,7 @@ type op struct {
 	seq      uint64
 	topic    string // the topic, or the dedup key of opDeleteDedup
 	dedup    *DedupRecord
+	shared   *SharedRecord
 }
 
 // Len is the number of changes in the batch.

@@ -60,6 +60,8 @@ func (o *op) String() string {
 		return fmt.Sprintf("put dedup %s reason=0x%02X", dedupName(o.dedup.Key), o.dedup.Reason)
 	case opDeleteDedup:
 		return "delete dedup " + dedupName(o.topic)
+	case opPutShared, opDeleteShared:
+		return o.sharedString()
 	}
 	return fmt.Sprintf("change of kind %d", o.kind)
 }

@@ -23,6 +23,7 @@ func (r *Recovered) Check() error {
 		seen[id] = true
 		c.session(&r.Sessions[i])
 	}
+	c.checkShared(r.Shared)
 	c.messages(r.Messages)
 	return errors.Join(c.errs...)
 }

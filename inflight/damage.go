@@ -48,6 +48,9 @@ func (d Damage) String() string {
 		who = append(who, fmt.Sprintf("topic %q", d.Topic))
 	}
 	s := fmt.Sprintf("bucket %s key %q", d.Bucket, abbreviate(d.Key))
+	if d.Key == nil {
+		s = fmt.Sprintf("bucket %q", d.Bucket) // the bucket itself: missing, or a name no release writes
+	}
 	if len(who) > 0 {
 		s += " (" + strings.Join(who, ", ") + ")"
 	}

@@ -31,11 +31,19 @@ package inflight
 //	msgs      seq u64                           message
 //	retained  topic                             message
 //	dedup     scope u8, len uvarint, name, id   dedup
+//	shared    group 0x00 filter 0x00 order u64  shared
 //
 // A dedup key (DedupKey) is not per client: scope is 'c' (name is the publisher's client id) or
 // 't' (name is the topic), len is the byte length of name, and id is the publisher's dedup id. It
 // survives the session of its client on purpose: it is what detects a resend after a Clean Start.
 // The bucket is absent from files written before it existed; Open creates it.
+//
+// A shared key (bucket shared) is the queue of one shared subscription group
+// "$share/{group}/{filter}": group is the share name (no '/', '+', '#'), filter the topic filter
+// after it, order the group's delivery order. Neither holds NUL, so the first 0x00 ends the group
+// and the last 8 bytes are the order. A record stays from the routing of its message to the group
+// until the member it was sent to completes or refuses it. The bucket is absent from files written
+// before shared subscriptions existed (format 1); Open creates it.
 //
 // # Values
 //
@@ -56,6 +64,11 @@ package inflight
 //	session       encoding/json of SessionRecord            (rare writes; the will inline)
 //	subscription  encoding/json of SubscriptionRecord
 //	dedup         at i64, reason u8                         (accepted at, the answer sent; reason < 0x80)
+//	shared        qos u8, packetID u16, msgSeq u64, member  (member: the rest of the value, UTF-8)
+//
+// A shared value with an empty member waits in the group queue (qos and packetID 0); with a member
+// it was sent to that client at qos (1 or 2) under that outbound packetID. msgSeq refers to bucket
+// msgs like the queue and outbound entries, and counts as a reference.
 //
 // retain u8 is 0 or 1. created and expiresAt are unix nanoseconds (expiresAt 0: never). PUBLISH is
 // the whole message encoded as an MQTT 5.0 PUBLISH packet (fixed header with QoS and retain, topic,
@@ -104,12 +117,13 @@ var (
 	bucketMsgs     = []byte("msgs")
 	bucketRetained = []byte("retained")
 	bucketDedup    = []byte("dedup")
+	bucketShared   = []byte("shared")
 
 	keyFormat = []byte("format")
 )
 
 // allBuckets lists every bucket Open creates.
-var allBuckets = [][]byte{bucketMeta, bucketSessions, bucketSubs, bucketIn, bucketOut, bucketQueue, bucketMsgs, bucketRetained, bucketDedup}
+var allBuckets = [][]byte{bucketMeta, bucketSessions, bucketSubs, bucketIn, bucketOut, bucketQueue, bucketMsgs, bucketRetained, bucketDedup, bucketShared}
 
 // clientPrefix is the key prefix of every entry of one client in subs, in, out and queue.
 func clientPrefix(clientID string) []byte {

@@ -13,6 +13,9 @@ type Inspection struct {
 	Sessions []InspectedSession // live sessions, in client id order
 	Retained int                // retained messages
 	Messages int                // stored messages that queues and in-flight entries refer to
+	// Shared is the shared subscription groups' queues, by group and filter: waiting, and sent to a
+	// member and not yet completed.
+	Shared []InspectedGroup
 
 	FileSize  int64 // bytes
 	PageSize  int   // bytes
@@ -28,6 +31,12 @@ type Inspection struct {
 	// Damage lists the records that fail their checksum or cannot be decoded, and those that
 	// depend on them. Open refuses a file with any; `oncemq repair` writes one without them.
 	Damage []Damage
+}
+
+// InspectedGroup is one shared subscription group's queue as stored.
+type InspectedGroup struct {
+	Group, Filter string
+	Waiting, Sent int
 }
 
 // InspectedSession is one session as stored. Record.DisconnectedAt is 0 for a session whose
@@ -64,6 +73,18 @@ func Inspect(path string, now int64) (*Inspection, error) {
 		in.ExpiredSessions = append(in.ExpiredSessions, id)
 	}
 	slices.Sort(in.ExpiredSessions)
+	for _, rec := range r.shared { // in key order: by group and filter
+		n := len(in.Shared)
+		if n == 0 || in.Shared[n-1].Group != rec.Group || in.Shared[n-1].Filter != rec.Filter {
+			in.Shared = append(in.Shared, InspectedGroup{Group: rec.Group, Filter: rec.Filter})
+			n++
+		}
+		if rec.Waiting() {
+			in.Shared[n-1].Waiting++
+		} else {
+			in.Shared[n-1].Sent++
+		}
+	}
 	for _, s := range r.touched {
 		s.Record.DisconnectedAt = 0 // as stored: recovery would set it to now
 	}

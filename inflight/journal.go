@@ -51,6 +51,9 @@ type Recovered struct {
 	// Dedup is every dedup id in the file, aged or not: the session layer keeps those still in
 	// its window and deletes the others in later batches.
 	Dedup []DedupRecord
+	// Shared is every message of the shared subscription groups' queues, by group, filter and
+	// order. Each refers to Messages like a queue entry.
+	Shared []SharedRecord
 }
 
 // ExpiredWill is the will of a session that ended while the broker was down.

@@ -125,6 +125,9 @@ func copyRecords(tx *bolt.Tx, version byte, dst string, skip map[string]map[stri
 	r := &recovery{version: version}
 	for _, name := range recoveryBuckets {
 		b := tx.Bucket(name)
+		if b == nil && version != formatV1 {
+			b, _ = findBucket(tx, name) // written back under its own name
+		}
 		if b == nil {
 			continue
 		}
@@ -203,6 +206,12 @@ func recordOp(bucket string, k, v []byte) (op, error) {
 			return op{}, err
 		}
 		return op{kind: opPutDedup, dedup: &d}, nil
+	case "shared":
+		r, err := decodeShared(k, v)
+		if err != nil {
+			return op{}, err
+		}
+		return op{kind: opPutShared, shared: &r}, nil
 	}
 	clientID, suffix, ok := splitKey(k)
 	if !ok {

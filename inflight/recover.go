@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -101,7 +102,7 @@ func guard(fn func() error) (err error) {
 
 // recoveryBuckets are the buckets readState reads, in its order: sessions first, so that every
 // other entry finds its session.
-var recoveryBuckets = [][]byte{bucketSessions, bucketSubs, bucketIn, bucketOut, bucketQueue, bucketMsgs, bucketRetained, bucketDedup}
+var recoveryBuckets = [][]byte{bucketSessions, bucketSubs, bucketIn, bucketOut, bucketQueue, bucketMsgs, bucketRetained, bucketDedup, bucketShared}
 
 // recovery is the state of one recovery transaction.
 type recovery struct {
@@ -125,6 +126,7 @@ type recovery struct {
 	lastSeq   uint64
 	deletions map[string][][]byte // by bucket: strays, broken references, orphans
 	dedup     []DedupRecord       // every dedup id in the file, in key order
+	shared    []SharedRecord      // every group queue record, in key order
 
 	subs, inbound, outbound, queued, orphans, dropped int
 }
@@ -147,11 +149,17 @@ func readState(tx *bolt.Tx, now int64, version byte, log *slog.Logger) (*recover
 		damagedSeqs:    make(map[uint64]bool),
 	}
 	readers := []func(k, v []byte) error{r.readSession, r.readSubscription, r.readInbound, r.readOutbound,
-		r.readQueued, r.readMessage, r.readRetained, r.readDedup}
+		r.readQueued, r.readMessage, r.readRetained, r.readDedup, r.readShared}
+	if version != formatV1 {
+		r.checkBuckets(tx)
+	}
 	prog := newProgress(log, time.Now, progressEvery, func() int { return countRecords(tx) })
 	for i, name := range recoveryBuckets {
 		read := readers[i]
 		b := tx.Bucket(name)
+		if b == nil && version != formatV1 {
+			b, _ = findBucket(tx, name) // checkBuckets has recorded it as damage
+		}
 		if b == nil {
 			continue
 		}
@@ -188,6 +196,76 @@ func readState(tx *bolt.Tx, now int64, version byte, log *slog.Logger) (*recover
 	r.resolve()
 	return r, nil
 }
+
+// checkBuckets records as damage a bucket of a format 2 file that is missing (every one is created
+// with the file) and a bucket whose name no release writes. bbolt keeps the bucket names in the
+// root page without a checksum, so a flipped bit there hides a whole bucket: without this check its
+// records would be skipped in silence (a queue bucket's entries gone, their messages removed as
+// orphans) and the broker would start without them. A bucket found under a damaged name (see
+// findBucket) is read as the bucket it is, so that its records are checked and repair keeps them.
+func (r *recovery) checkBuckets(tx *bolt.Tx) {
+	found := make(map[string]bool)
+	for _, name := range allBuckets {
+		if tx.Bucket(name) != nil {
+			continue
+		}
+		if _, as := findBucket(tx, name); as != nil {
+			found[string(as)] = true
+			r.damage = append(r.damage, Damage{Bucket: string(name), unplaced: true,
+				Problem: fmt.Sprintf("found under the damaged name %q (its records' checksums name it); repair restores the name", as)})
+			continue
+		}
+		r.damage = append(r.damage, Damage{Bucket: string(name), Problem: "missing: its name in the file's root page may be damaged", unplaced: true})
+	}
+	_ = tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+		if !knownBucket(name) && !found[string(name)] {
+			n := 0
+			if b != nil {
+				n = b.Stats().KeyN
+			}
+			r.damage = append(r.damage, Damage{Bucket: string(name),
+				Problem: fmt.Sprintf("unknown bucket holding %d records, left out by repair", n), unplaced: true})
+		}
+		return nil
+	})
+}
+
+func knownBucket(name []byte) bool {
+	return slices.ContainsFunc(allBuckets, func(b []byte) bool { return bytes.Equal(b, name) })
+}
+
+// findBucket returns bucket name of a format 2 file, or, when the root page has lost that name to
+// damage, the unknown bucket whose records' checksums (which cover the bucket name) verify under
+// name for more than half of them, and the name it was found under. It returns nil, nil when
+// neither exists.
+func findBucket(tx *bolt.Tx, name []byte) (b *bolt.Bucket, foundAs []byte) {
+	if b := tx.Bucket(name); b != nil {
+		return b, nil
+	}
+	_ = tx.ForEach(func(other []byte, ob *bolt.Bucket) error {
+		if ob == nil || knownBucket(other) {
+			return nil
+		}
+		good, all := 0, 0
+		_ = ob.ForEach(func(k, v []byte) error {
+			all++
+			if v != nil {
+				if _, err := unseal(name, k, v); err == nil {
+					good++
+				}
+			}
+			return nil
+		})
+		if good > 0 && 2*good > all {
+			b, foundAs = ob, bytes.Clone(other)
+			return errFound
+		}
+		return nil
+	})
+	return b, foundAs
+}
+
+var errFound = errors.New("found")
 
 // value returns a stored value without its checksum, checked; a format 1 value has none.
 func (r *recovery) value(bucket, k, v []byte) ([]byte, error) {
@@ -403,7 +481,7 @@ func (r *recovery) readRetained(k, v []byte) error {
 // the unreferenced messages for deletion.
 func (r *recovery) resolve() {
 	referenced := make(map[uint64]bool)
-	ref := func(_ *RecoveredSession, bucket string, key []byte, seq uint64) bool {
+	ref := func(bucket string, key []byte, seq uint64) bool {
 		m := r.msgs[seq]
 		if m == nil {
 			// Batches are atomic, so this is damage, not a crash.
@@ -427,14 +505,14 @@ func (r *recovery) resolve() {
 			if e.MsgSeq == 0 && e.State == PubrelSent {
 				return false // the message was released with the PUBREC
 			}
-			if ref(s, "out", packetIDKey(s.Record.ClientID, e.PacketID), e.MsgSeq) {
+			if ref("out", packetIDKey(s.Record.ClientID, e.PacketID), e.MsgSeq) {
 				return false
 			}
 			r.deleteKey("out", packetIDKey(s.Record.ClientID, e.PacketID))
 			return true
 		})
 		s.Queue = slices.DeleteFunc(s.Queue, func(q QueuedRecord) bool {
-			if ref(s, "queue", orderKey(s.Record.ClientID, q.Order), q.MsgSeq) {
+			if ref("queue", orderKey(s.Record.ClientID, q.Order), q.MsgSeq) {
 				return false
 			}
 			r.deleteKey("queue", orderKey(s.Record.ClientID, q.Order))
@@ -445,6 +523,7 @@ func (r *recovery) resolve() {
 		r.outbound += len(s.Outbound)
 		r.queued += len(s.Queue)
 	}
+	r.resolveShared(ref)
 	for seq := range r.msgs {
 		if !referenced[seq] {
 			r.deleteKey("msgs", seqKey(seq))
@@ -499,7 +578,7 @@ func (r *recovery) result() (*Recovered, uint64) {
 		m.Seq = r.lastSeq
 	}
 	rec := &Recovered{Retained: r.retained, Messages: r.msgs, Expired: len(r.expired), ExpiredWills: r.wills,
-		Dedup: r.dedup}
+		Dedup: r.dedup, Shared: r.shared}
 	for _, s := range r.sessions {
 		rec.Sessions = append(rec.Sessions, *s)
 	}
@@ -508,6 +587,6 @@ func (r *recovery) result() (*Recovered, uint64) {
 		slog.Int("inbound", r.inbound), slog.Int("outbound", r.outbound), slog.Int("queued", r.queued),
 		slog.Int("messages", len(r.msgs)), slog.Int("retained", len(r.retained)),
 		slog.Int("expired", len(r.expired)), slog.Int("orphans_removed", r.orphans),
-		slog.Int("broken_removed", r.dropped), slog.Int("dedup_ids", len(r.dedup)))
+		slog.Int("broken_removed", r.dropped), slog.Int("dedup_ids", len(r.dedup)), slog.Int("shared", len(r.shared)))
 	return rec, r.lastSeq
 }

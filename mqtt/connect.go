@@ -169,7 +169,7 @@ func (c *conn) connectRequest(pk *packets.Packet) (session.ConnectRequest, packe
 		props.ReceiveMaximum = uint16(c.srv.opts.ReceiveMaximum)
 		props.MaximumPacketSize = uint32(c.srv.opts.MaxPacketSize)
 		props.TopicAliasMaximum = topicAliasMaximum
-		props.SharedSubAvailable, props.SharedSubAvailableFlag = 0, true
+		props.SharedSubAvailable, props.SharedSubAvailableFlag = 1, true // $share/{group}/{filter}
 		c.outAliases.max = min(pk.Properties.TopicAliasMaximum, maxOutAliases)
 		if pk.Properties.RequestResponseInfo == 1 {
 			// Response Information only when asked for [MQTT-3.1.2-28]: a topic root of the

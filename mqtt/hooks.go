@@ -61,7 +61,8 @@ type Authorizer interface {
 	CanPublish(c *Client, topic string) bool
 	// CanSubscribe reports whether the client may subscribe to filter; a refused filter gets 0x87
 	// (3.1.1: 0x80) in SUBACK. A filter wider than what the client may read (such as #) may be
-	// granted: CanRead filters each message.
+	// granted: CanRead filters each message. For a shared subscription, $share/{group}/{filter},
+	// it is asked about {filter}: the share name grants nothing.
 	CanSubscribe(c *Client, filter string) bool
 	// CanRead reports whether the session of clientID, owned by username, may receive a message
 	// published to topic. Called with the broker's lock held.
@@ -79,6 +80,12 @@ const (
 	// DropNotRetained: a QoS 0 message was delivered but not retained, the retained messages being
 	// at their limit (MaxRetained, MaxRetainedBytes); the client id is "".
 	DropNotRetained = session.RetainedFull
+	// DropSharedNoMember: a shared subscription group had no member for the message (QoS 0 with no
+	// member online, or waiting when the group's last member left); clientID is the group's filter.
+	DropSharedNoMember = session.SharedNoMember
+	// DropSharedMemberGone: a QoS 2 message sent to a member of a shared subscription group whose
+	// session ended first; never sent to another member [MQTT-4.8.2-5]. clientID is the group's filter.
+	DropSharedMemberGone = session.SharedMemberGone
 )
 
 // Disconnect says how a connection ended.

@@ -22,6 +22,7 @@ const maxNamedSessions = 5
 type dropCounts struct {
 	queueOverflow, expired, tooLarge, sessionsExpired, commitFailures uint64
 	queueRefused, retainedFull, qos0WriteQueue                        uint64
+	sharedNoMember, sharedMemberGone                                  uint64
 }
 
 // reporter is the broker's one summary logger for deliberate drops and refusals. The session
@@ -55,7 +56,8 @@ func (r *reporter) refused(clientID, _ string) {
 func (r *reporter) snapshot() dropCounts {
 	m := r.metrics
 	return dropCounts{m.QueueOverflow.Load(), m.Expired.Load(), m.TooLarge.Load(), m.SessionsExpired.Load(),
-		m.CommitFailures.Load(), m.QueueFullRefused.Load(), m.RetainedFull.Load(), r.qos0.Load()}
+		m.CommitFailures.Load(), m.QueueFullRefused.Load(), m.RetainedFull.Load(), r.qos0.Load(),
+		m.SharedNoMember.Load(), m.SharedMemberGone.Load()}
 }
 
 // takeFull returns the sessions that refused publishes since the last call, most refusals first.
@@ -77,6 +79,7 @@ func (r *reporter) write(c dropCounts) {
 		slog.Uint64("message_expired", c.expired), slog.Uint64("too_large_for_client", c.tooLarge),
 		slog.Uint64("qos0_write_queue_full", c.qos0WriteQueue), slog.Uint64("not_retained_limit", c.retainedFull),
 		slog.Uint64("sessions_expired", c.sessionsExpired), slog.Uint64("commit_failures", c.commitFailures),
+		slog.Uint64("shared_no_member", c.sharedNoMember), slog.Uint64("shared_member_gone", c.sharedMemberGone),
 	}
 	if full := r.takeFull(); len(full) > 0 {
 		attrs = append(attrs, slog.Any("full_sessions", full))

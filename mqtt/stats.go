@@ -42,6 +42,11 @@ type Stats struct {
 	DroppedQoS0      uint64 // QoS 0 deliveries dropped at a full write queue (Options.WriteQueueBytes)
 	NotRetained      uint64 // QoS 0 retained messages not kept: retained messages at their limit
 	RefusedQueueFull uint64 // QoS 1/2 PUBLISHes refused with 0x97: a matching queue, or the retained messages, full
+	// Shared subscriptions: groups, messages waiting in their queues, and messages dropped: QoS 0
+	// with no member online or waiting in a group whose last member left (DroppedSharedNoMember),
+	// QoS 2 sent to a member whose session ended first (DroppedSharedMemberGone) [MQTT-4.8.2-5].
+	SharedGroups, SharedQueued                     int
+	DroppedSharedNoMember, DroppedSharedMemberGone uint64
 
 	// PUBLISH packets since start, by QoS (index 0, 1, 2), and their payload bytes: received from
 	// clients (resends included), and written to clients (resends with DUP included).
@@ -134,6 +139,8 @@ func (s *Server) Stats() Stats {
 	for _, n := range byListener {
 		st.Connections += n
 	}
+	st.SharedGroups, st.SharedQueued = bs.SharedGroups, bs.SharedQueued
+	st.DroppedSharedNoMember, st.DroppedSharedMemberGone = bs.SharedNoMember, bs.SharedMemberGone
 	s.traffic.fill(&st)
 	return st
 }

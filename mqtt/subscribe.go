@@ -1,9 +1,12 @@
 package mqtt
 
 import (
+	"strings"
+
 	"github.com/mochi-mqtt/server/v2/packets"
 	"github.com/oncemq/oncemq/session"
 	"github.com/oncemq/oncemq/session/reason"
+	"github.com/oncemq/oncemq/session/topic"
 )
 
 // handleSubscribe turns a SUBSCRIBE into subscription requests for the session layer. A filter the
@@ -28,9 +31,12 @@ func (c *conn) subscriptionRequests(pk *packets.Packet) ([]session.SubscriptionR
 		if f.RetainHandling > 2 {
 			return nil, protocolViolation("retain handling 3") // [MQTT-3.8.3-5]
 		}
+		if f.NoLocal && topic.IsShared(f.Filter) {
+			return nil, protocolViolation("No Local on a shared subscription") // [MQTT-3.8.3-4]
+		}
 		reqs[i] = session.SubscriptionRequest{Filter: f.Filter, QoS: f.Qos, NoLocal: f.NoLocal,
 			RetainAsPublished: f.RetainAsPublished, RetainHandling: f.RetainHandling, Identifier: f.Identifier}
-		if az := c.srv.opts.Authorizer; az != nil && !az.CanSubscribe(c.client(), f.Filter) {
+		if az := c.srv.opts.Authorizer; az != nil && !az.CanSubscribe(c.client(), authorizedFilter(f.Filter)) {
 			reqs[i].Refused = reason.NotAuthorized
 		}
 	}
@@ -61,4 +67,15 @@ func (c *conn) handleUnsubscribe(pk *packets.Packet) error {
 	}
 	c.eng.broker.Unsubscribe(c.sess, c, pk.PacketID, filters)
 	return nil
+}
+
+// authorizedFilter is what the Authorizer is asked about for filter: for a shared subscription,
+// $share/{group}/{filter}, the filter after the share name, since that is what it reads; the
+// filter itself otherwise (an invalid one is refused later anyway).
+func authorizedFilter(filter string) string {
+	if !topic.IsShared(filter) {
+		return filter
+	}
+	_, rest, _ := strings.Cut(strings.TrimPrefix(filter, "$share/"), "/")
+	return rest
 }

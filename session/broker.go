@@ -80,6 +80,7 @@ type Broker struct {
 	retained map[string]*inflight.Message
 	dedup    dedupState
 	volatile map[string]*inflight.Message // retained in memory only (PublishVolatile)
+	shared   sharedState                  // shared subscription groups (shared.go)
 	closed   bool
 
 	retainedBytes int64 // bytes of the retained messages' bodies

@@ -16,6 +16,7 @@ func (b *Broker) submit(batch *inflight.Batch, done func(err error)) {
 			done(err)
 		}
 	})
+	b.kickShared()
 }
 
 // submitSends commits batch and then sends out. Caller holds b.mu.

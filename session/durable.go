@@ -11,8 +11,9 @@ func (b *Broker) endSession(batch *inflight.Batch, s *Session) {
 	if b.sessions[s.ClientID] == s {
 		delete(b.sessions, s.ClientID)
 	}
+	b.memberGone(batch, s)
 	for f := range s.subs {
-		b.subs.Remove(f, s.ClientID)
+		b.unindexSub(batch, s, f)
 	}
 	if s.durable() {
 		b.forget(batch, s)

@@ -50,6 +50,9 @@ func (b *Broker) fill(batch *inflight.Batch, s *Session, out *outbox) {
 		}
 		s.release(batch, q.msg)
 	}
+	if len(s.queue) == 0 {
+		b.fillShared(batch, s, out)
+	}
 }
 
 // dequeue removes the head of s's queue. Caller holds b.mu.

@@ -38,6 +38,7 @@ func (b *Broker) free(batch *inflight.Batch, s *Session, id uint16) bool {
 	if s.durable() {
 		batch.DeleteOutbound(s.ClientID, id)
 	}
+	b.sharedAcked(batch, s, id)
 	if e.Msg != nil {
 		s.unhold(e.Msg)
 	}

@@ -20,6 +20,12 @@ type Metrics struct {
 	// queue, or the retained messages, had no room (RefuseWhenFull).
 	QueueFullRefused atomic.Uint64
 	RetainedFull     atomic.Uint64 // QoS 0 messages routed but not retained: retained messages at their limit
+
+	// Shared subscription messages dropped: QoS 0 with no member online, or waiting in a group
+	// whose last member's subscription went (SharedNoMember); QoS 2 sent to a member whose session
+	// ended before it completed [MQTT-4.8.2-5] (SharedMemberGone).
+	SharedNoMember   atomic.Uint64
+	SharedMemberGone atomic.Uint64
 }
 
 // DropReason says why a message was not delivered to a session it was meant for.
@@ -33,6 +39,14 @@ const (
 	// RetainedFull: a QoS 0 message was routed but not retained, as the retained messages are at
 	// their limit (Options.MaxRetained, MaxRetainedBytes); the client id is "".
 	RetainedFull DropReason = "retained-full"
+	// SharedNoMember: a shared subscription group had no member for the message: QoS 0 with no
+	// member online, or a message waiting in a group whose last member unsubscribed or ended. The
+	// client id is the group's filter, "$share/{group}/{filter}".
+	SharedNoMember DropReason = "shared-no-member"
+	// SharedMemberGone: a QoS 2 message was sent to a member of a shared subscription group whose
+	// session ended before it completed; it is not sent to another member [MQTT-4.8.2-5]. The
+	// client id is the group's filter.
+	SharedMemberGone DropReason = "shared-member-gone"
 )
 
 // dropped counts a message not delivered to clientID and tells Options.OnDrop. Caller holds b.mu.
@@ -46,6 +60,10 @@ func (b *Broker) dropped(clientID, topic string, why DropReason) {
 		b.Metrics.TooLarge.Add(1)
 	case RetainedFull:
 		b.Metrics.RetainedFull.Add(1)
+	case SharedNoMember:
+		b.Metrics.SharedNoMember.Add(1)
+	case SharedMemberGone:
+		b.Metrics.SharedMemberGone.Add(1)
 	}
 	if b.opts.OnDrop != nil {
 		b.opts.OnDrop(clientID, topic, why)

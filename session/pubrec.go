@@ -45,6 +45,7 @@ func (b *Broker) Pubrec(s *Session, c Conn, id uint16, code reason.Code) {
 		}
 		s.unhold(m)
 		s.release(batch, m)
+		b.sharedAcked(batch, s, id) // delivered: completed with this member
 		out.add(c, ack(packets.Pubrel, id, reason.Success))
 	}
 	b.submitSends(batch, s, c, out)

@@ -35,7 +35,7 @@ func (b *Broker) restore(rec *inflight.Recovered) {
 		}
 		for _, sub := range rs.Subscriptions {
 			s.subs[sub.Filter] = sub
-			b.subs.Add(sub.Filter, s.ClientID, sub)
+			b.indexSub(s, sub)
 		}
 		for _, in := range rs.Inbound {
 			s.inbound.Add(in.PacketID, in.Reason)
@@ -61,6 +61,7 @@ func (b *Broker) restore(rec *inflight.Recovered) {
 			b.scheduleWill(s, wait)
 		}
 	}
+	b.restoreShared(rec)
 	if len(rec.ExpiredWills) > 0 {
 		// Sessions that ended while the broker was down leave their wills, due now [MQTT-3.1.3-9].
 		batch := &inflight.Batch{}

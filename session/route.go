@@ -51,8 +51,14 @@ func (b *Broker) route(batch *inflight.Batch, m *inflight.Message, publisher str
 			return 0, s
 		}
 	}
+	groups := b.sharedMatches(m.Topic)
+	if refuse && m.QoS > 0 {
+		if g := b.sharedFull(groups, m); g != nil {
+			return 0, g
+		}
+	}
 	for _, mt := range matches {
 		b.deliver(batch, mt.s, m, mt.qos, mt.subIDs, mt.retain, out)
 	}
-	return len(matches), nil
+	return len(matches) + b.routeShared(batch, groups, m, out), nil
 }

@@ -32,6 +32,11 @@ type Stats struct {
 	DuplicatesByDedupID  uint64
 	QueueRefused         uint64 // Metrics.QueueFullRefused
 	RetainedFull         uint64
+
+	// Shared subscriptions: the groups, the messages waiting in their queues (not in Queued), and
+	// the shared messages dropped (Metrics.SharedNoMember, Metrics.SharedMemberGone).
+	SharedGroups, SharedQueued       int
+	SharedNoMember, SharedMemberGone uint64
 }
 
 // MaxFullSessions bounds Stats.FullSessions.
@@ -75,5 +80,6 @@ func (b *Broker) Stats() Stats {
 		}
 	}
 	slices.Sort(st.FullSessions)
+	b.sharedStats(&st)
 	return st
 }

@@ -71,8 +71,6 @@ func (b *Broker) subscribe(batch *inflight.Batch, s *Session, req SubscriptionRe
 	switch {
 	case !topic.ValidFilter(req.Filter):
 		return b.failCode(s, reason.TopicFilterInvalid)
-	case topic.IsShared(req.Filter):
-		return b.failCode(s, reason.SharedSubscriptionsNotSupported)
 	case req.Refused.IsFailure():
 		return b.failCode(s, req.Refused)
 	}
@@ -86,11 +84,14 @@ func (b *Broker) subscribe(batch *inflight.Batch, s *Session, req SubscriptionRe
 		s.subs = make(map[string]inflight.SubscriptionRecord)
 	}
 	s.subs[sub.Filter] = sub // replaces an identical filter [MQTT-3.8.4-3]
-	b.subs.Add(sub.Filter, s.ClientID, sub)
+	b.indexSub(s, sub)
 	if s.durable() {
 		batch.PutSubscription(s.ClientID, sub)
 	}
-	if sub.RetainHandling == 0 || (sub.RetainHandling == 1 && !existed) {
+	if topic.IsShared(sub.Filter) {
+		// Retained messages are not sent on a shared subscription; the group's waiting messages
+		// are, after the SUBACK (kickShared).
+	} else if sub.RetainHandling == 0 || (sub.RetainHandling == 1 && !existed) {
 		b.deliverRetained(batch, s, sub, out)
 	}
 	return reason.Code(sub.QoS) // granted QoS [MQTT-3.9.3-1]

@@ -22,7 +22,7 @@ func (b *Broker) Unsubscribe(s *Session, c Conn, id uint16, filters []string) {
 			continue
 		}
 		delete(s.subs, f)
-		b.subs.Remove(f, s.ClientID)
+		b.unindexSub(batch, s, f)
 		if s.durable() {
 			batch.DeleteSubscription(s.ClientID, f)
 		}

@@ -132,6 +132,8 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descDropped, st.DroppedTooLarge, string(mqtt.DropTooLarge))
 	counter(descDropped, st.DroppedQoS0, "qos0-connection-overflow")
 	counter(descDropped, st.NotAuthorized, "not-authorized")
+	counter(descDropped, st.DroppedSharedNoMember, string(mqtt.DropSharedNoMember))
+	counter(descDropped, st.DroppedSharedMemberGone, string(mqtt.DropSharedMemberGone))
 	counter(descExpired, st.SessionsExpired)
 	gauge(descRetained, float64(st.Retained))
 	counter(descCommits, st.Commits)

@@ -20,10 +20,19 @@ type Report struct {
 	ExpiredSessions []string  `json:"expired_sessions"` // the next start removes them
 	BrokenEntries   int       `json:"broken_entries"`   // the next start removes them
 	OrphanMessages  int       `json:"orphan_messages"`  // the next start removes them
+	SharedGroups    []Group   `json:"shared_groups"`    // queues of shared subscription groups
 	// Damaged lists the records that fail their checksum or cannot be decoded, and those that
 	// depend on them ("depends on damage: ..."): a broker refuses to start on them, and `oncemq
 	// repair` writes a file without them.
 	Damaged []string `json:"damaged"`
+}
+
+// Group is one shared subscription group's queue: messages waiting for a member, and messages sent
+// to a member and not yet completed.
+type Group struct {
+	Filter  string `json:"filter"` // $share/{group}/{filter}
+	Waiting int    `json:"waiting"`
+	Sent    int    `json:"sent"`
 }
 
 // Session is one stored session. Its username is the owner the file records (null for a session
@@ -53,13 +62,16 @@ type Outbound struct {
 func newReport(in *inflight.Inspection, client string) Report {
 	r := Report{Retained: in.Retained, FileSize: in.FileSize, PageSize: in.PageSize, FreePages: in.FreePages,
 		ExpiredSessions: in.ExpiredSessions, BrokenEntries: in.BrokenEntries, OrphanMessages: in.Orphans,
-		Sessions: []Session{}, Damaged: []string{}}
+		Sessions: []Session{}, SharedGroups: []Group{}, Damaged: []string{}}
 	for _, d := range in.Damage {
 		line := d.String()
 		if d.Dependent {
 			line = "depends on damage: " + line
 		}
 		r.Damaged = append(r.Damaged, line)
+	}
+	for _, g := range in.Shared {
+		r.SharedGroups = append(r.SharedGroups, Group{Filter: "$share/" + g.Group + "/" + g.Filter, Waiting: g.Waiting, Sent: g.Sent})
 	}
 	for _, s := range in.Sessions {
 		if client != "" && s.Record.ClientID != client {
@@ -114,6 +126,9 @@ func (r Report) writeText(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  outbound in flight:      %s\n", listText(outs))
 		fmt.Fprintf(w, "  queued:          %d messages, %d bytes\n", s.Queued, s.QueuedBytes)
+	}
+	for _, g := range r.SharedGroups {
+		fmt.Fprintf(w, "shared group %q: %d waiting, %d sent to a member\n", g.Filter, g.Waiting, g.Sent)
 	}
 	fmt.Fprintf(w, "sessions: %d\nretained messages: %d\n", len(r.Sessions), r.Retained)
 	fmt.Fprintf(w, "file: %d bytes, %d pages of %d bytes free\n", r.FileSize, r.FreePages, r.PageSize)

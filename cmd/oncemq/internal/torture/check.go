@@ -223,7 +223,8 @@ type SubscriberResult struct {
 	Connections    int    `json:"connections"`
 	Takeovers      int    `json:"takeovers"`
 	TakenOverNoted int    `json:"taken_over_disconnects"`
-	Redeliveries   int    `json:"redeliveries"` // PUBLISH resends of an id awaiting PUBREL: answered, not counted
+	Redeliveries   int    `json:"redeliveries"`     // PUBLISH resends of an id awaiting PUBREL: answered, not counted
+	Leaves         int    `json:"leaves,omitempty"` // graceful leaves of a shared subscription member
 	// QoS 1 deliveries resent by the broker with DUP=1 and the same packet id: QoS 1's own
 	// at-least-once, not counted as duplicates.
 	QoS1Redeliveries int      `json:"qos1_redeliveries"`

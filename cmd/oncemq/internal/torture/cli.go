@@ -57,6 +57,8 @@ var tortureFlags = []struct{ names, arg, help string }{
 	{"qos", "N", "the publishers' QoS, 1 or 2 (default 2); subscribers subscribe at QoS 2"},
 	{"publisher-amnesia", "", "publishers lose their state at every kill, as a rebooting device does: they\nreconnect with Clean Start and resend what is not complete under new packet ids\nwith the same dedup id (every PUBLISH carries the user property dedup-id)"},
 	{"dedup-off", "", "pass --dedup-max 0 to the broker: no duplicate detection by dedup id"},
+	{"shared", "N", "instead of plain subscribers, N members of one shared subscription group\n($share/torture/torture/#): the group must get every message exactly once (default 0: off)"},
+	{"leave-every", "DURATION", "with --shared 2 or more, a member leaves gracefully about this often (UNSUBSCRIBE,\ncomplete, DISCONNECT) and comes back; one at a time (default 400ms; 0: never)"},
 	{"sync", "MODE", "passed to the broker: always or none (default always)"},
 	{"binary", "PATH", "the oncemq binary to test (default: this one)"},
 	{"broker-log-level", "LEVEL", "the broker's --log-level (default warn)"},
@@ -116,6 +118,9 @@ func parseOptions(args []string) (options, error) {
 	if o.TakeoverEvery <= 0 {
 		o.TakeoverSubscribers = 0
 	}
+	if o.Shared > 0 {
+		o.Subscribers = 0
+	}
 	return o, nil
 }
 
@@ -134,6 +139,8 @@ func defineFlags(fs *flag.FlagSet, o *options) {
 	intVar(&o.TakeoverSubscribers, "takeover-subscribers")
 	intVar(&o.PayloadSize, "payload")
 	intVar(&o.ReceiveMaximum, "receive-maximum")
+	intVar(&o.Shared, "shared")
+	fs.DurationVar(&o.LeaveEvery, "leave-every", o.LeaveEvery, "")
 	fs.Int64Var(&o.Seed, "seed", 0, "")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "")
 	fs.DurationVar(&o.DrainTimeout, "drain-timeout", o.DrainTimeout, "")

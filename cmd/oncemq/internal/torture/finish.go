@@ -16,12 +16,24 @@ func (t *torture) finish(rep *Report, subs []*subscriber, pubs []*publisher, exp
 		rep.PublisherLines = append(rep.PublisherLines, p.res)
 	}
 	tot := SubscriberResult{Name: "total"}
+	lines := make([]SubscriberResult, 0, len(subs)+1)
 	for _, s := range subs {
-		r := s.result(exp)
+		if s.group != nil {
+			lines = append(lines, s.result(noExpectation)) // what it received; the group line checks
+		} else {
+			lines = append(lines, s.result(exp))
+		}
+	}
+	if t.cfg.Shared > 0 && len(subs) > 0 {
+		lines = append(lines, groupResult(subs, exp))
+	}
+	for _, r := range lines {
 		rep.SubscriberLines = append(rep.SubscriberLines, r)
 		tot.Expected += r.Expected
 		tot.Delivered += r.Delivered
-		tot.Distinct += r.Distinct
+		if r.Name != groupLine { // the members' distinct messages are the group's
+			tot.Distinct += r.Distinct
+		}
 		tot.Lost += r.Lost
 		tot.Duplicated += r.Duplicated
 		tot.Unexpected += r.Unexpected
@@ -34,6 +46,7 @@ func (t *torture) finish(rep *Report, subs []*subscriber, pubs []*publisher, exp
 		tot.Redeliveries += r.Redeliveries
 		tot.AwaitingPubrel += r.AwaitingPubrel
 		tot.QoS1Redeliveries += r.QoS1Redeliveries
+		tot.Leaves += r.Leaves
 	}
 	rep.Totals = tot
 	t.mu.Lock()

@@ -51,6 +51,9 @@ func printReport(w io.Writer, rep *Report) {
 	if rep.Totals.QoS1Redeliveries > 0 {
 		fmt.Fprintf(w, "QoS 1 redeliveries by the broker (DUP=1, same packet id; not duplicates): %d\n", rep.Totals.QoS1Redeliveries)
 	}
+	if rep.Shared > 0 {
+		fmt.Fprintf(w, "shared subscription group of %d members: %d graceful leaves (UNSUBSCRIBE, complete, DISCONNECT, back)\n", rep.Shared, rep.Totals.Leaves)
+	}
 	if rep.Totals.Takeovers > 0 {
 		fmt.Fprintf(w, "takeovers: %d (DISCONNECT 0x8E seen on %d old connections)\n", rep.Totals.Takeovers, rep.Totals.TakenOverNoted)
 	}

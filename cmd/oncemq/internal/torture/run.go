@@ -70,7 +70,10 @@ func (t *torture) newReport() *Report {
 		Seed: cfg.Seed, Publishers: cfg.Publishers, Subscribers: cfg.Subscribers,
 		TakeoverSubscribers: cfg.TakeoverSubscribers, MessagesPerPub: cfg.Messages, Window: cfg.Window,
 		PayloadSize: cfg.PayloadSize, Sync: cfg.Sync, Binary: cfg.Binary, KillsRequested: cfg.Kills,
-		QoS: cfg.QoS, PublisherAmnesia: cfg.PublisherAmnesia, DedupOff: cfg.DedupOff,
+		QoS: cfg.QoS, PublisherAmnesia: cfg.PublisherAmnesia, DedupOff: cfg.DedupOff, Shared: cfg.Shared,
+	}
+	if cfg.Shared > 1 && cfg.LeaveEvery > 0 {
+		rep.LeaveEvery = cfg.LeaveEvery.String()
 	}
 	if cfg.TakeoverEvery > 0 {
 		rep.TakeoverEvery = cfg.TakeoverEvery.String()
@@ -93,6 +96,12 @@ func (t *torture) run(parent context.Context) *Report {
 	}
 	if cfg.DedupOff {
 		dedup = ", dedup off"
+	}
+	if cfg.Shared > 0 {
+		takeover = fmt.Sprintf(" + %d members of one shared subscription group", cfg.Shared)
+		if cfg.Shared > 1 && cfg.LeaveEvery > 0 {
+			takeover += fmt.Sprintf(", one leaving about every %v", cfg.LeaveEvery)
+		}
 	}
 	t.logf("oncemq torture: %d publishers x %d messages at QoS %d%s, %d subscribers%s, window %d, %d kills, sync %s%s",
 		cfg.Publishers, cfg.Messages, cfg.QoS, amnesia, cfg.Subscribers, takeover, cfg.Window, cfg.Kills, cfg.Sync, dedup)
@@ -201,6 +210,18 @@ func (t *torture) newClients(ctx context.Context) *clients {
 	for i := range cfg.TakeoverSubscribers {
 		cl.subs = append(cl.subs, newSubscriber(env, fmt.Sprintf("takeover%d", i+1), fmt.Sprintf("torture-takeover-%d", i+1),
 			cfg.TakeoverEvery, cfg.ReceiveMaximum, cfg.Publishers, cfg.Messages, seed, cfg.Subscribers+i))
+	}
+	if cfg.Shared > 0 {
+		g := &shareGroup{}
+		if cfg.Shared > 1 {
+			g.leaveEvery = cfg.LeaveEvery
+		}
+		for i := range cfg.Shared {
+			m := newSubscriber(env, fmt.Sprintf("member%d", i+1), fmt.Sprintf("torture-member-%d", i+1), 0,
+				cfg.ReceiveMaximum, cfg.Publishers, cfg.Messages, seed, i)
+			m.group = g
+			cl.subs = append(cl.subs, m)
+		}
 	}
 	for _, s := range cl.subs {
 		s.pubQoS = cfg.QoS

@@ -26,6 +26,7 @@ type subscriber struct {
 	receiveMax    int
 	pubQoS        byte // the publishers' QoS: deliveries come at it
 	rng           *rand.Rand
+	group         *shareGroup // a member of the shared subscription group (shared.go); nil for a plain subscriber
 
 	ready     chan struct{} // closed at the first SUBACK granting QoS 2
 	readyOnce sync.Once
@@ -40,6 +41,9 @@ type subscriber struct {
 	tally       *tally
 	lastPublish time.Time
 	res         SubscriberResult
+	// A member's graceful leave (shared.go): UNSUBSCRIBE sent, UNSUBACK received, and rejoining
+	// until the SUBACK of its return.
+	leaving, unsubscribed, rejoining bool
 }
 
 func newSubscriber(env *clientEnv, name, clientID string, takeoverEvery time.Duration, receiveMax, pubs, perPub int, seed uint64, index int) *subscriber {
@@ -64,6 +68,8 @@ func (s *subscriber) run(ctx context.Context) {
 		defer tk.Stop()
 		tick = tk.C
 	}
+	mt := s.memberTimers()
+	defer mt.stop()
 	var (
 		cur     *mqttclient.Conn
 		lost    chan error
@@ -110,6 +116,18 @@ func (s *subscriber) run(ctx context.Context) {
 			cur = nil
 		case <-tick:
 			replace = s.isSubscribed()
+		case <-mt.leave:
+			if cur != nil {
+				s.startLeave(cur)
+			}
+		case <-mt.poll:
+			if cur != nil && s.leaveReady() {
+				if !s.finishLeave(ctx, cur, lost) {
+					cur = nil
+					return
+				}
+				cur = nil
+			}
 		case <-ctx.Done():
 			return
 		}
@@ -156,8 +174,15 @@ func (s *subscriber) attach(c *mqttclient.Conn, ack packets.Packet, old *mqttcli
 		s.subscribed = false
 	}
 	s.established = true
+	if s.leaving { // the connection ended during a leave: come back now
+		s.leaving = false
+	}
 	if !s.subscribed {
-		return c.Write(mqttclient.Subscribe(subscribeID, tortureFilter, 2))
+		filter := tortureFilter
+		if s.group != nil {
+			filter = tortureShareFilter
+		}
+		return c.Write(mqttclient.Subscribe(subscribeID, filter, 2))
 	}
 	return nil
 }
@@ -261,6 +286,7 @@ func (s *subscriber) handle(pk packets.Packet, gen int) ([]packets.Packet, error
 			return nil, s.fatal
 		}
 		s.subscribed = true
+		s.handleMember(pk)
 		s.readyOnce.Do(func() { close(s.ready) })
 	case packets.Disconnect:
 		if pk.ReasonCode == 0x8E && s.takingOver {
@@ -268,6 +294,11 @@ func (s *subscriber) handle(pk packets.Packet, gen int) ([]packets.Packet, error
 		}
 		return nil, fmt.Errorf("broker sent DISCONNECT 0x%02X", pk.ReasonCode)
 	case packets.Pingresp:
+	case packets.Unsuback:
+		if s.group == nil {
+			s.protocolError("unexpected %s", mqttclient.Describe(pk))
+		}
+		s.handleMember(pk)
 	default:
 		s.protocolError("unexpected %s", mqttclient.Describe(pk))
 	}

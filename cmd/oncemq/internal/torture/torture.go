@@ -42,7 +42,13 @@ type Config struct {
 	PublisherAmnesia bool
 	// DedupOff passes --dedup-max 0 to the broker: no duplicate detection by dedup id.
 	DedupOff bool
-	Keep     bool // keep the temporary directory even if the run passes
+	// Shared, when > 0, replaces the plain subscribers by that many members of one shared
+	// subscription group; the group must receive every message exactly once (shared.go).
+	Shared int
+	// LeaveEvery is about how often a member leaves the group gracefully and comes back (with
+	// Shared >= 2; 0: never).
+	LeaveEvery time.Duration
+	Keep       bool // keep the temporary directory even if the run passes
 	// Progress receives one line per event (start, kills, end of publishing); nil discards them.
 	Progress io.Writer
 }
@@ -53,7 +59,7 @@ func DefaultConfig() Config {
 		Publishers: 4, Subscribers: 2, Messages: 2000, Window: 16, Kills: 10,
 		Timeout: 10 * time.Minute, DrainTimeout: 30 * time.Second, Settle: 500 * time.Millisecond,
 		FinalKill: true, Sync: "always", BrokerLogLevel: "warn", TakeoverSubscribers: 1,
-		PayloadSize: 16, ReceiveMaximum: 64, QoS: 2,
+		PayloadSize: 16, ReceiveMaximum: 64, QoS: 2, LeaveEvery: 400 * time.Millisecond,
 	}
 }
 
@@ -64,8 +70,12 @@ func (c Config) Validate() error {
 		return errors.New("--publishers must be at least 1")
 	case c.Subscribers < 0:
 		return errors.New("--subscribers must not be negative")
-	case c.Subscribers == 0 && c.TakeoverEvery <= 0:
-		return errors.New("no subscriber: --subscribers 0 needs --takeover-every")
+	case c.Shared < 0 || c.LeaveEvery < 0:
+		return errors.New("--shared and --leave-every must not be negative")
+	case c.Shared > 0 && c.TakeoverEvery > 0:
+		return errors.New("--shared and --takeover-every cannot be combined")
+	case c.Subscribers == 0 && c.TakeoverEvery <= 0 && c.Shared == 0:
+		return errors.New("no subscriber: --subscribers 0 needs --takeover-every or --shared")
 	case c.Messages < 1:
 		return errors.New("--messages must be at least 1")
 	case c.Window < 1 || c.Window > 65535:
@@ -120,6 +130,8 @@ type Report struct {
 	QoS                 byte    `json:"qos"`
 	PublisherAmnesia    bool    `json:"publisher_amnesia,omitempty"`
 	DedupOff            bool    `json:"dedup_off,omitempty"`
+	Shared              int     `json:"shared_members,omitempty"`
+	LeaveEvery          string  `json:"leave_every,omitempty"`
 	Binary              string  `json:"binary"`
 	KillsRequested      int     `json:"kills_requested"`
 	Kills               int     `json:"kills"`
@@ -144,6 +156,9 @@ type Report struct {
 func Run(ctx context.Context, cfg Config) Report {
 	if cfg.TakeoverEvery <= 0 {
 		cfg.TakeoverSubscribers = 0
+	}
+	if cfg.Shared > 0 {
+		cfg.Subscribers = 0
 	}
 	if cfg.Progress == nil {
 		cfg.Progress = io.Discard

@@ -106,6 +106,41 @@ func TestTortureTakeover(t *testing.T) {
 	}
 }
 
+// Shared mode: three members of one group, members leaving and coming back, kills: the group gets
+// every message exactly once, spread over the members.
+func TestTortureShared(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real broker")
+	}
+	bin := oncemqtest.Build(t)
+	code, out, rep := tortureJSON(t, bin, "-p", "2", "-n", "1500", "-k", "3", "--shared", "3", "--leave-every", "50ms", "--seed", "7")
+	if code != 0 || !rep.Pass {
+		t.Fatalf("exit %d, pass %v; want 0 and PASS:\n%s", code, rep.Pass, out)
+	}
+	var group *SubscriberResult
+	members := 0
+	for i := range rep.SubscriberLines {
+		l := &rep.SubscriberLines[i]
+		if l.Name == "group" {
+			group = l
+			continue
+		}
+		members++
+		if l.Delivered == 0 {
+			t.Errorf("%s received nothing: want the messages spread", l.Name)
+		}
+	}
+	if group == nil || members != 3 {
+		t.Fatalf("%d member lines and group line %v, want 3 and one:\n%s", members, group, out)
+	}
+	if group.Expected != 3000 || group.Distinct != 3000 || group.Lost != 0 || group.Duplicated != 0 {
+		t.Errorf("group line %+v: want 3000 expected and distinct", *group)
+	}
+	if rep.Totals.Leaves == 0 {
+		t.Errorf("no member left the group gracefully:\n%s", out)
+	}
+}
+
 // A broker that forgets its state at each restart must fail: the check can fail.
 func TestTortureCatchesAForgetfulBroker(t *testing.T) {
 	if testing.Short() {
