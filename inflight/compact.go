@@ -2,6 +2,7 @@ package inflight
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -22,12 +23,17 @@ func Compact(path string) (before, after int64, err error) {
 	if err != nil {
 		return 0, 0, fmt.Errorf("compact %s: %w", path, err)
 	}
-	src, err := openBolt(path, false, true) // exclusive lock; nothing is written to it
+	src, err := openBolt(path, false, false) // exclusive lock
 	if err != nil {
 		return 0, 0, err
 	}
 	defer closeQuietly(src)
 	if err := guard(func() error { return src.View(checkFormat) }); err != nil {
+		return 0, 0, fmt.Errorf("compact %s: %w", path, err)
+	}
+	// The log's records go into the file first (a synced commit), and the log is emptied: the
+	// copy is the bbolt file alone.
+	if err := checkpointLog(src, path, slog.Default()); err != nil {
 		return 0, 0, fmt.Errorf("compact %s: %w", path, err)
 	}
 	tmp := path + ".compact"

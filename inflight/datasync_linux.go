@@ -1,0 +1,19 @@
+package inflight
+
+import (
+	"os"
+	"syscall"
+)
+
+// datasync flushes f's data and the metadata needed to read it back (fdatasync).
+func datasync(f *os.File) error {
+	for {
+		err := syscall.Fdatasync(int(f.Fd()))
+		if err != syscall.EINTR {
+			if err != nil {
+				return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: err}
+			}
+			return nil
+		}
+	}
+}

@@ -1,0 +1,8 @@
+//go:build !linux
+
+package inflight
+
+import "os"
+
+// datasync flushes f (fsync: this system has no fdatasync the standard library exposes).
+func datasync(f *os.File) error { return f.Sync() }
