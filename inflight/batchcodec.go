@@ -8,7 +8,8 @@ import (
 
 // The log's encoding of changes (see format.go, "Log"). A change is its kind byte, a uvarint mask
 // of the op fields it sets, then those fields in the order of opFields. The codec knows fields,
-// not kinds: a new kind of change needs no line here, a new op field needs one line in opFields.
+// not kinds: a new kind of change needs no line here unless it stores a record (one case in
+// hasRecord), and a new op field needs one line in opFields.
 
 // opField is one field of op: whether a change sets it, and how it is written and read.
 type opField struct {
@@ -128,6 +129,9 @@ func readOps(d *decoder) ([]op, error) {
 		o.kind = opKind(d.buf[0])
 		d.buf = d.buf[1:]
 		mask := d.uint()
+		if d.err != nil {
+			return nil, fmt.Errorf("change %d (kind %d): %w", i, o.kind, d.err)
+		}
 		if mask>>len(opFields) != 0 {
 			return nil, fmt.Errorf("change %d (kind %d): unknown fields 0x%x", i, o.kind, mask)
 		}
@@ -142,6 +146,9 @@ func readOps(d *decoder) ([]op, error) {
 				return nil, fmt.Errorf("change %d (kind %d): %w", i, o.kind, d.err)
 			}
 		}
+		if !hasRecord(o) {
+			return nil, fmt.Errorf("change %d (kind %d): its record is missing", i, o.kind)
+		}
 		if o.msg != nil && o.kind == opPutMessage && o.msg.Seq != o.seq {
 			return nil, fmt.Errorf("change %d: message %d stored under %d", i, o.msg.Seq, o.seq)
 		}
@@ -150,6 +157,25 @@ func readOps(d *decoder) ([]op, error) {
 		}
 	}
 	return ops, nil
+}
+
+// hasRecord reports whether a change has the record its kind stores (validate and apply read it).
+func hasRecord(o *op) bool {
+	switch o.kind {
+	case opPutSession:
+		return o.session != nil
+	case opPutSubscription:
+		return o.sub != nil
+	case opPutOutbound:
+		return o.out != nil
+	case opPutQueued:
+		return o.queued != nil
+	case opPutMessage, opPutRetained:
+		return o.msg != nil
+	case opPutDedup:
+		return o.dedup != nil
+	}
+	return true
 }
 
 type encoder struct{ buf []byte }
