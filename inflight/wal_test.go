@@ -109,9 +109,9 @@ func record(t *testing.T, i uint64, b *Batch) []byte {
 
 type memLog struct{ bytes.Buffer }
 
-func (*memLog) Sync() error             { return nil }
+func (*memLog) Sync() error              { return nil }
 func (m *memLog) Truncate(n int64) error { m.Buffer.Truncate(int(n)); return nil }
-func (*memLog) Close() error            { return nil }
+func (*memLog) Close() error             { return nil }
 
 // A torn tail (short header, short payload, checksum mismatch, zeros) is an unacknowledged write:
 // the records before it are read and the tail reported. A bad record followed by a good one is
