@@ -141,6 +141,9 @@ func (w *writeAhead) write(rec []byte) error {
 	binary.BigEndian.PutUint32(rec, uint32(len(payload)))
 	binary.BigEndian.PutUint32(rec[4:], crc32.Checksum(payload, castagnoli))
 	if _, err := w.file.Write(rec); err != nil {
+		// A part of the record may be in the file: cut it off, so that the file ends with the
+		// last whole record. The journal fails either way; recovery would discard it too.
+		_ = w.file.Truncate(w.size)
 		return err
 	}
 	if w.noSync {
