@@ -94,10 +94,7 @@ func (j *Journal) Close() error {
 		default:
 		}
 		<-j.stopped
-		var closeErr error
-		if err := j.wal.file.Close(); err != nil {
-			closeErr = fmt.Errorf("close log %s: %w", j.wal.path, err)
-		}
+		closeErr := j.closeLog()
 		if err := j.db.Close(); err != nil {
 			closeErr = errors.Join(closeErr, fmt.Errorf("close %s: %w", j.path, err))
 		}
@@ -127,42 +124,33 @@ func (j *Journal) run() {
 		clear(round) // drop the batches and callbacks for the collector
 		j.spare = round[:0]
 		if closed {
-			j.checkpointNow()
+			j.checkpointAll()
 			return
 		}
-		if j.wal.checkpointDue() {
-			j.checkpointNow()
-		}
+		j.maybeCheckpoint()
 	}
 }
 
-// idle waits for a submission, checkpointing the log meanwhile once it is old enough: a quiet
-// broker does not keep batches in memory and records in the log.
+// idle waits for a submission, or for the checkpoint in flight to end, or until the current
+// segment of the log is old enough for a checkpoint: a quiet broker does not keep batches in
+// memory and records in the log.
 func (j *Journal) idle() {
 	w := j.wal
-	if w.records == 0 {
-		<-j.wake
-		return
+	seg := w.segs[w.cur]
+	var due <-chan time.Time
+	if seg.records > 0 && w.running == nil {
+		t := time.NewTimer(w.opts.maxAge - time.Since(seg.first))
+		defer t.Stop()
+		due = t.C
 	}
-	t := time.NewTimer(w.opts.maxAge - time.Since(w.first))
-	defer t.Stop()
 	select {
 	case <-j.wake:
-	case <-t.C:
-		j.checkpointNow()
+	case <-w.running: // nil, and never ready, when none runs
+		w.running = nil
+		j.maybeCheckpoint()
+	case <-due:
+		j.maybeCheckpoint()
 	}
-}
-
-// checkpointNow checkpoints the log unless the journal failed; a failed checkpoint fails it.
-// What the log holds was acknowledged and stays there for the next start-up to replay.
-func (j *Journal) checkpointNow() error {
-	if err := j.Err(); err != nil {
-		return err
-	}
-	if err := j.checkpoint(); err != nil {
-		return j.fail(err)
-	}
-	return nil
 }
 
 // process commits one round and calls its done callbacks in submission order.
@@ -211,7 +199,7 @@ func (j *Journal) process(round []submitted) {
 	}
 	var checkpointErr error // for the checkpoint requests only: the round is durable in the log
 	if err == nil && slices.ContainsFunc(round, func(s submitted) bool { return s.checkpoint }) {
-		checkpointErr = j.checkpointNow()
+		checkpointErr = j.checkpointAll()
 	}
 	for i, s := range round {
 		if e, ok := invalid[i]; ok {

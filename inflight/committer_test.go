@@ -15,7 +15,8 @@ import (
 func holdWriteLock(t *testing.T, j *Journal) (release func()) {
 	t.Helper()
 	gate := make(chan struct{})
-	j.wal.file = &gatedLog{logFile: j.wal.file, gate: gate}
+	seg := j.wal.segs[j.wal.cur]
+	seg.file = &gatedLog{logFile: seg.file, gate: gate}
 	var once sync.Once
 	release = func() { once.Do(func() { close(gate) }) }
 	t.Cleanup(release)

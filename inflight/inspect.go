@@ -54,7 +54,7 @@ func Inspect(path string, now int64) (*Inspection, error) {
 		return nil, err
 	}
 	defer closeQuietly(db)
-	_, l, pending, err := readLogFor(db, path, logPath(path))
+	_, segs, pending, err := readLogFor(db, path)
 	if err != nil {
 		return nil, fmt.Errorf("inspect %s: %w", path, err)
 	}
@@ -80,7 +80,7 @@ func Inspect(path string, now int64) (*Inspection, error) {
 		Retained: len(r.retained), Messages: len(r.msgs),
 		FileSize: st.Size(), PageSize: db.Info().PageSize, FreePages: db.Stats().FreePageN,
 		BrokenEntries: r.dropped, Orphans: r.orphans,
-		LogBytes: l.size, LogRecords: len(pending),
+		LogBytes: logSize(segs), LogRecords: len(pending),
 	}
 	for id := range r.expired {
 		in.ExpiredSessions = append(in.ExpiredSessions, id)

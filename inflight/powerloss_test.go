@@ -24,28 +24,40 @@ import (
 
 // diskState is the durable picture at one moment of the run.
 type diskState struct {
-	synced   []byte // the log as of its last sync
+	logs     [2]fileState // the log's segments
+	snapshot int          // index of the last bbolt copy
+	acks     int          // batches acknowledged so far
+	what     string       // the event that ended here
+}
+
+// fileState is one log file as a power loss can leave it.
+type fileState struct {
+	synced   []byte // as of its last sync
 	unsynced []byte // appended since, which a power loss may keep all, part or none of
-	snapshot int    // index of the last bbolt copy
-	acks     int    // batches acknowledged so far
-	what     string // the event that ended here
 }
 
 // recorder is the disk of one run.
 type recorder struct {
 	mu        sync.Mutex
-	content   []byte // the log as written
-	synced    []byte
-	cut       bool     // truncated since the last sync: only synced can survive
+	files     [2]recordedFile
 	snapshots [][]byte // bbolt file after each commit
 	acks      int
 	states    []diskState
 }
 
+type recordedFile struct {
+	content []byte // as written
+	synced  []byte
+	cut     bool // truncated since the last sync: only synced can survive
+}
+
 func (r *recorder) note(what string) {
-	st := diskState{synced: bytes.Clone(r.synced), snapshot: len(r.snapshots) - 1, acks: r.acks, what: what}
-	if !r.cut && len(r.content) > len(r.synced) && bytes.HasPrefix(r.content, r.synced) {
-		st.unsynced = bytes.Clone(r.content[len(r.synced):])
+	st := diskState{snapshot: len(r.snapshots) - 1, acks: r.acks, what: what}
+	for i, f := range r.files {
+		st.logs[i].synced = bytes.Clone(f.synced)
+		if !f.cut && len(f.content) > len(f.synced) && bytes.HasPrefix(f.content, f.synced) {
+			st.logs[i].unsynced = bytes.Clone(f.content[len(f.synced):])
+		}
 	}
 	r.states = append(r.states, st)
 }
@@ -68,13 +80,27 @@ func (r *recorder) snapshot(db *bolt.DB) {
 	r.note("bbolt commit")
 }
 
-// recordingLog is the log file of a run.
-type recordingLog struct{ r *recorder }
+// open returns the recording file of a segment.
+func (r *recorder) open(path string) (logFile, error) {
+	for i, p := range segmentPaths(filepath.Join(filepath.Dir(path), "oncemq.db")) {
+		if p == path {
+			return recordingLog{r, i}, nil
+		}
+	}
+	return nil, fmt.Errorf("no segment %s", path)
+}
+
+// recordingLog is one log file of a run.
+type recordingLog struct {
+	r *recorder
+	i int
+}
 
 func (l recordingLog) Write(p []byte) (int, error) {
 	l.r.mu.Lock()
 	defer l.r.mu.Unlock()
-	l.r.content = append(l.r.content, p...)
+	f := &l.r.files[l.i]
+	f.content = append(f.content, p...)
 	l.r.note("write")
 	return len(p), nil
 }
@@ -82,8 +108,9 @@ func (l recordingLog) Write(p []byte) (int, error) {
 func (l recordingLog) Sync() error {
 	l.r.mu.Lock()
 	defer l.r.mu.Unlock()
-	l.r.synced = bytes.Clone(l.r.content)
-	l.r.cut = false
+	f := &l.r.files[l.i]
+	f.synced = bytes.Clone(f.content)
+	f.cut = false
 	l.r.note("sync")
 	return nil
 }
@@ -91,8 +118,9 @@ func (l recordingLog) Sync() error {
 func (l recordingLog) Truncate(size int64) error {
 	l.r.mu.Lock()
 	defer l.r.mu.Unlock()
-	l.r.content = l.r.content[:size:size]
-	l.r.cut = true
+	f := &l.r.files[l.i]
+	f.content = f.content[:size:size]
+	f.cut = true
 	l.r.note("truncate")
 	return nil
 }
@@ -242,7 +270,7 @@ func runRecorded(t *testing.T, steps []step, noSync bool) (*recorder, []string) 
 	r := &recorder{}
 	opts := &Options{NoSync: noSync, Now: func() int64 { return 1 }, Logger: testLogger(&logBuffer{})}
 	opts.wal = walOptions{
-		openFile:     func(string) (logFile, error) { return recordingLog{r}, nil },
+		openFile:     r.open,
 		onBoltCommit: r.snapshot,
 		maxRecords:   3,
 		maxBytes:     2 << 10,
@@ -281,7 +309,8 @@ func runRecorded(t *testing.T, steps []step, noSync bool) (*recorder, []string) 
 }
 
 // loseAndRecover rebuilds the files of a power loss at state st, keeping keep bytes of what was
-// written after the last sync, opens them, and checks the state against the prefixes.
+// written after the last sync of each segment, opens them, and checks the state against the
+// prefixes.
 func loseAndRecover(t *testing.T, r *recorder, st diskState, keep int, prefixes []string) {
 	t.Helper()
 	dir := t.TempDir()
@@ -289,13 +318,18 @@ func loseAndRecover(t *testing.T, r *recorder, st diskState, keep int, prefixes 
 	if err := os.WriteFile(db, r.snapshots[st.snapshot], 0o600); err != nil {
 		t.Fatal(err)
 	}
-	log := append(bytes.Clone(st.synced), st.unsynced[:keep]...)
-	if err := os.WriteFile(logPath(db), log, 0o600); err != nil {
-		t.Fatal(err)
+	unsynced := 0
+	for i, p := range segmentPaths(db) {
+		f := st.logs[i]
+		k := min(keep, len(f.unsynced))
+		unsynced += len(f.unsynced)
+		if err := os.WriteFile(p, append(bytes.Clone(f.synced), f.unsynced[:k]...), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	j, rec, err := Open(db, &Options{Now: func() int64 { return 2 }, Logger: testLogger(&logBuffer{})})
 	if err != nil {
-		t.Fatalf("power loss after %q (%d acknowledged, %d of %d unsynced bytes kept): Open: %v", st.what, st.acks, keep, len(st.unsynced), err)
+		t.Fatalf("power loss after %q (%d acknowledged, %d of %d unsynced bytes kept): Open: %v", st.what, st.acks, keep, unsynced, err)
 	}
 	defer j.Close()
 	got := recoveredModel(rec).canonical()
@@ -310,7 +344,7 @@ func loseAndRecover(t *testing.T, r *recorder, st diskState, keep int, prefixes 
 		}
 	}
 	t.Fatalf("power loss after %q (%d acknowledged, %d of %d unsynced bytes kept): the recovered state is no prefix of the batches (a batch half there):\n%s",
-		st.what, st.acks, keep, len(st.unsynced), got)
+		st.what, st.acks, keep, unsynced, got)
 }
 
 // Every acknowledged batch survives a power loss at every sync of the log (each commit boundary)
@@ -340,8 +374,8 @@ func TestPowerLossKeepsEveryAcknowledgedBatch(t *testing.T) {
 			for range random {
 				st := r.states[rng.IntN(len(r.states))]
 				keep := 0
-				if len(st.unsynced) > 0 {
-					keep = rng.IntN(len(st.unsynced) + 1) // a torn write, or all of it, or none
+				if n := max(len(st.logs[0].unsynced), len(st.logs[1].unsynced)); n > 0 {
+					keep = rng.IntN(n + 1) // a torn write, or all of it, or none
 				}
 				loseAndRecover(t, r, st, keep, prefixes)
 				tried++

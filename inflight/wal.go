@@ -1,11 +1,13 @@
 package inflight
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,14 +17,15 @@ import (
 // The write-ahead log in front of bbolt (etcd's design). Each commit appends its round's batches
 // to the log as one checksummed record and syncs the log once: that single fdatasync is what makes
 // the round durable. bbolt's own commit costs two (data pages, then meta page), so it is paid only
-// at a checkpoint, which applies every logged batch to bbolt in one synced transaction, stores the
-// index of the last record it covers in that transaction (meta/log), and then empties the log.
+// at a checkpoint, which applies a segment's batches to bbolt in one synced transaction, stores the
+// index of the segment's last record in that transaction (meta/log), and then empties the segment.
+// Checkpoints run in a goroutine of their own while the committer appends to the other segment.
 // Recovery replays the records after that index. See format.go ("Log") for the bytes.
 
 // When a checkpoint is due: whichever comes first. They bound the log's size, the memory of the
 // batches kept for the checkpoint, and the replay at start-up.
 const (
-	checkpointBytes   = 64 << 20
+	checkpointBytes   = 16 << 20
 	checkpointRecords = 10000
 	checkpointAfter   = time.Second
 )
@@ -48,23 +51,36 @@ type walOptions struct {
 	maxAge       time.Duration                      // 0: checkpointAfter
 }
 
-// writeAhead is the log and what was logged since the last checkpoint. Only the committer
-// goroutine uses it, except msgs.
+// writeAhead is the log and what was logged since the last checkpoint. The log is two files,
+// segments: the committer appends to one while a checkpoint applies the other to bbolt in a
+// goroutine of its own, so that appends do not wait for bbolt. A segment is emptied only after the
+// bbolt commit that covers its records.
 type writeAhead struct {
-	path   string
-	file   logFile
+	segs   [2]*segment
+	cur    int // the segment appended to
 	noSync bool
 	opts   walOptions
 
-	index   uint64    // index of the last record appended (or checkpointed)
-	size    int64     // bytes in the log
-	records int       // records in the log
-	first   time.Time // when the oldest record in the log was appended
-	logged  []*Batch  // batches in the log, in order: what the next checkpoint applies
-	buf     []byte    // encoding buffer, reused
+	index uint64 // index of the last record appended (or checkpointed)
+	buf   []byte // encoding buffer, reused
+
+	// running is closed when the checkpoint in flight has ended; nil when none is. Only the
+	// committer goroutine reads or sets it.
+	running chan struct{}
 
 	mu   sync.Mutex
-	msgs map[uint64]*Message // messages put by logged batches and not deleted since
+	msgs map[uint64]*Message // messages put by logged batches and not yet in bbolt
+}
+
+// segment is one log file and what is logged in it.
+type segment struct {
+	path    string
+	file    logFile
+	size    int64     // bytes in the file
+	records int       // records in the file
+	first   time.Time // when its oldest record was appended
+	last    uint64    // index of its last record
+	logged  []*Batch  // its batches, in order: what its checkpoint applies
 }
 
 // loggedMessage returns a message put by a batch that is in the log and not yet in bbolt. A read
@@ -77,19 +93,20 @@ func (j *Journal) loggedMessage(seq uint64) (*Message, bool) {
 }
 
 // appendLog writes the valid batches of a round as one record and syncs the log (unless NoSync).
-// Only then are they durable, and kept for the next checkpoint.
+// Only then are they durable, and kept for the checkpoint.
 func (j *Journal) appendLog(round []submitted, invalid map[int]error) error {
 	w := j.wal
+	seg := w.segs[w.cur]
 	buf := append(w.buf[:0], make([]byte, logHeader)...)
 	buf = append(buf, logVersion)
 	buf = binary.BigEndian.AppendUint64(buf, w.index+1)
-	start := len(w.logged)
+	start := len(seg.logged)
 	for i, s := range round {
 		if s.batch != nil && len(s.batch.ops) > 0 && invalid[i] == nil {
-			w.logged = append(w.logged, s.batch)
+			seg.logged = append(seg.logged, s.batch)
 		}
 	}
-	batches := w.logged[start:]
+	batches := seg.logged[start:]
 	buf = binary.AppendUvarint(buf, uint64(len(batches)))
 	var err error
 	for _, b := range batches {
@@ -104,21 +121,22 @@ func (j *Journal) appendLog(round []submitted, invalid map[int]error) error {
 		err = syncFailpoint()
 	}
 	if err == nil {
-		err = w.write(buf)
+		err = seg.write(buf, w.noSync)
 	}
 	if cap(buf) <= 1<<20 {
 		w.buf = buf
 	}
 	if err != nil {
-		clear(w.logged[start:])
-		w.logged = w.logged[:start]
-		return fmt.Errorf("append to log %s: %w", w.path, err)
+		clear(seg.logged[start:])
+		seg.logged = seg.logged[:start]
+		return fmt.Errorf("append to log %s: %w", seg.path, err)
 	}
 	w.index++
-	w.size += int64(len(buf))
-	w.records++
-	if w.records == 1 {
-		w.first = time.Now()
+	seg.last = w.index
+	seg.size += int64(len(buf))
+	seg.records++
+	if seg.records == 1 {
+		seg.first = time.Now()
 	}
 	w.mu.Lock()
 	for _, b := range batches {
@@ -136,36 +154,94 @@ func (j *Journal) appendLog(round []submitted, invalid map[int]error) error {
 }
 
 // write fills in the header of a record and appends it.
-func (w *writeAhead) write(rec []byte) error {
+func (s *segment) write(rec []byte, noSync bool) error {
 	payload := rec[logHeader:]
 	binary.BigEndian.PutUint32(rec, uint32(len(payload)))
 	binary.BigEndian.PutUint32(rec[4:], crc32.Checksum(payload, castagnoli))
-	if _, err := w.file.Write(rec); err != nil {
+	if _, err := s.file.Write(rec); err != nil {
 		// A part of the record may be in the file: cut it off, so that the file ends with the
 		// last whole record. The journal fails either way; recovery would discard it too.
-		_ = w.file.Truncate(w.size)
+		_ = s.file.Truncate(s.size)
 		return err
 	}
-	if w.noSync {
+	if noSync {
 		return nil
 	}
-	return w.file.Sync()
+	return s.file.Sync()
 }
 
-// checkpointDue reports whether the log has grown enough for a checkpoint.
-func (w *writeAhead) checkpointDue() bool {
-	return w.records > 0 && (w.size >= w.opts.maxBytes || w.records >= w.opts.maxRecords || time.Since(w.first) >= w.opts.maxAge)
+// due reports whether the segment has grown enough for a checkpoint; over, whether it has grown
+// so far past that the committer waits for the checkpoint in flight rather than append more.
+func (s *segment) due(o walOptions) bool {
+	return s.records > 0 && (s.size >= o.maxBytes || s.records >= o.maxRecords || time.Since(s.first) >= o.maxAge)
 }
 
-// checkpoint applies every logged batch to bbolt in one synced transaction that also stores the
-// index of the last record, then empties the log. A crash before the commit replays the whole log
-// at start-up; a crash after it, before the log is emptied, finds records the index covers and
-// skips them.
-func (j *Journal) checkpoint() (err error) {
+func (s *segment) over(o walOptions) bool {
+	return s.size >= 2*o.maxBytes || s.records >= 2*o.maxRecords
+}
+
+// maybeCheckpoint starts a checkpoint of the current segment in the background when it is due,
+// and appends go to the other segment from then on. The other segment must be empty, that is its
+// own checkpoint finished: if it has not, the committer goes on appending to the current segment,
+// and once that one is over its bound, waits for it (the log's size, and the memory of the
+// batches kept for checkpoints, stay bounded).
+func (j *Journal) maybeCheckpoint() {
 	w := j.wal
-	if w.records == 0 {
+	seg := w.segs[w.cur]
+	if !seg.due(w.opts) {
+		return
+	}
+	if w.running != nil {
+		select {
+		case <-w.running:
+		default:
+			if !seg.over(w.opts) {
+				return
+			}
+			<-w.running
+		}
+		w.running = nil
+	}
+	if j.Err() != nil {
+		return // the log stays for the next start-up to replay
+	}
+	w.cur = 1 - w.cur
+	done := make(chan struct{})
+	w.running = done
+	go func() {
+		defer close(done)
+		if err := j.checkpoint(seg); err != nil {
+			j.fail(err)
+		}
+	}()
+}
+
+// checkpointAll applies the whole log to bbolt before it returns, on the committer goroutine: for
+// Close and WriteTo.
+func (j *Journal) checkpointAll() error {
+	w := j.wal
+	if w.running != nil {
+		<-w.running
+		w.running = nil
+	}
+	if err := j.Err(); err != nil {
+		return err
+	}
+	if err := j.checkpoint(w.segs[w.cur]); err != nil {
+		return j.fail(err)
+	}
+	return nil
+}
+
+// checkpoint applies the batches of seg to bbolt in one synced transaction that also stores the
+// index of its last record, then empties seg. A crash before the commit replays the segment at
+// start-up; a crash after it, before the segment is emptied, finds records the index covers and
+// skips them.
+func (j *Journal) checkpoint(seg *segment) (err error) {
+	if seg.records == 0 {
 		return nil
 	}
+	w := j.wal
 	crashPoint(CrashBeforeCheckpoint)
 	err = guard(func() error {
 		return j.db.Update(func(tx *bolt.Tx) error {
@@ -173,45 +249,51 @@ func (j *Journal) checkpoint() (err error) {
 			if err != nil {
 				return err
 			}
-			for _, b := range w.logged {
+			for _, b := range seg.logged {
 				for k := range b.ops {
 					if err := bk.apply(&b.ops[k]); err != nil {
 						return err
 					}
 				}
 			}
-			return putLogIndex(tx, w.index)
+			return putLogIndex(tx, seg.last)
 		})
 	})
 	if err != nil {
-		return fmt.Errorf("checkpoint log %s into %s: %w", w.path, j.path, err)
+		return fmt.Errorf("checkpoint log %s into %s: %w", seg.path, j.path, err)
 	}
 	j.checkpoints.Add(1)
 	if w.opts.onBoltCommit != nil {
 		w.opts.onBoltCommit(j.db)
 	}
+	w.mu.Lock()
+	for _, b := range seg.logged {
+		for k := range b.ops {
+			if o := &b.ops[k]; o.kind == opPutMessage && w.msgs[o.seq] == o.msg {
+				delete(w.msgs, o.seq) // bbolt has it now
+			}
+		}
+	}
+	w.mu.Unlock()
 	crashPoint(CrashBeforeLogReset)
-	if err := w.reset(); err != nil {
+	if err := seg.reset(); err != nil {
 		return err
 	}
 	crashPoint(CrashAfterLogReset)
-	clear(w.logged)
-	w.logged = w.logged[:0]
-	w.mu.Lock()
-	clear(w.msgs)
-	w.mu.Unlock()
 	return nil
 }
 
-// reset empties the log, synced: it follows a bbolt commit that covers every record in it.
-func (w *writeAhead) reset() error {
-	if err := w.file.Truncate(0); err != nil {
-		return fmt.Errorf("empty log %s: %w", w.path, err)
+// reset empties the segment, synced: it follows a bbolt commit that covers every record in it.
+func (s *segment) reset() error {
+	if err := s.file.Truncate(0); err != nil {
+		return fmt.Errorf("empty log %s: %w", s.path, err)
 	}
-	if err := w.file.Sync(); err != nil {
-		return fmt.Errorf("empty log %s: %w", w.path, err)
+	if err := s.file.Sync(); err != nil {
+		return fmt.Errorf("empty log %s: %w", s.path, err)
 	}
-	w.size, w.records, w.first = 0, 0, time.Time{}
+	clear(s.logged)
+	s.logged = s.logged[:0]
+	s.size, s.records, s.first = 0, 0, time.Time{}
 	return nil
 }
 
@@ -250,34 +332,45 @@ type logRecord struct {
 	batches [][]op
 }
 
-// logRead is what readLog found in a log file.
+// logRead is what decodeLog found in a log file.
 type logRead struct {
+	path    string
 	records []logRecord // every good record, in order
 	size    int64       // bytes in the file
 	torn    int64       // offset of a torn tail (an unacknowledged write), or -1
 }
 
-// pending returns the records after index, checking that they follow it without a gap: a log
-// that starts later than the file ends belongs to another copy of the file.
-func (l *logRead) pending(path string, index uint64) ([]logRecord, error) {
-	for i, r := range l.records {
-		if r.index <= index {
-			continue
+// pendingRecords returns the records of both segments after index, in order, checking that they
+// follow it and each other without a gap: a log that starts later than the file ends belongs to
+// another copy of the file.
+func pendingRecords(segs []*logRead, index uint64) ([]logRecord, error) {
+	var recs []logRecord
+	where := map[uint64]string{}
+	for _, l := range segs {
+		for _, r := range l.records {
+			if r.index > index {
+				recs = append(recs, r)
+				where[r.index] = fmt.Sprintf("%s at offset %d", l.path, r.offset)
+			}
 		}
-		if r.index != index+1 {
-			return nil, fmt.Errorf("log %s: %w: record %d at offset %d follows the data file's last record %d: records are missing (is the log from another copy of the data file?)",
-				path, ErrCorrupt, r.index, r.offset, index)
-		}
-		return l.records[i:], nil
 	}
-	return nil, nil
+	slices.SortFunc(recs, func(a, b logRecord) int { return cmp.Compare(a.index, b.index) })
+	want := index + 1
+	for _, r := range recs {
+		if r.index != want {
+			return nil, fmt.Errorf("log: %w: record %d (%s) where record %d should be, after the data file's last record %d: records are missing (is the log from another copy of the data file?)",
+				ErrCorrupt, r.index, where[r.index], want, index)
+		}
+		want++
+	}
+	return recs, nil
 }
 
 // decodeLog reads a log file's bytes. A bad record at the end is a write the power loss tore:
 // it was never acknowledged (acknowledgement follows the sync). A bad record followed by a good
 // one is damage, and stops start-up.
 func decodeLog(path string, data []byte) (*logRead, error) {
-	l := &logRead{size: int64(len(data)), torn: -1}
+	l := &logRead{path: path, size: int64(len(data)), torn: -1}
 	var prev uint64
 	for off := 0; off < len(data); {
 		rec, err := decodeLogRecord(data[off:])
@@ -385,10 +478,12 @@ func replayLog(tx *bolt.Tx, records []logRecord) error {
 }
 
 // logSummary logs what a replay found.
-func logSummary(log *slog.Logger, path string, l *logRead, pending []logRecord) {
-	if l.torn >= 0 {
-		log.Warn("inflight: log ends with a torn record, an unacknowledged write cut by a crash: discarded",
-			slog.String("log", path), slog.Int64("offset", l.torn), slog.Int64("bytes", l.size-l.torn))
+func logSummary(log *slog.Logger, segs []*logRead, pending []logRecord) {
+	for _, l := range segs {
+		if l.torn >= 0 {
+			log.Warn("inflight: log ends with a torn record, an unacknowledged write cut by a crash: discarded",
+				slog.String("log", l.path), slog.Int64("offset", l.torn), slog.Int64("bytes", l.size-l.torn))
+		}
 	}
 	if len(pending) > 0 {
 		batches, changes := 0, 0
@@ -398,7 +493,7 @@ func logSummary(log *slog.Logger, path string, l *logRead, pending []logRecord) 
 				changes += len(ops)
 			}
 		}
-		log.Info("inflight: log replayed", slog.String("log", path), slog.Int("records", len(pending)),
+		log.Info("inflight: log replayed", slog.String("log", segs[0].path), slog.Int("records", len(pending)),
 			slog.Int("batches", batches), slog.Int("changes", changes))
 	}
 }

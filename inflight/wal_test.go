@@ -90,7 +90,6 @@ func TestBatchCodecRoundTrip(t *testing.T) {
 // record builds one log record with index i holding b.
 func record(t *testing.T, i uint64, b *Batch) []byte {
 	t.Helper()
-	w := &writeAhead{index: i - 1}
 	buf := append(make([]byte, logHeader), logVersion)
 	buf = binary.BigEndian.AppendUint64(buf, i)
 	buf = binary.AppendUvarint(buf, 1)
@@ -99,9 +98,8 @@ func record(t *testing.T, i uint64, b *Batch) []byte {
 		t.Fatal(err)
 	}
 	var f memLog
-	w.file = &f
-	w.noSync = true
-	if err := w.write(buf); err != nil {
+	seg := &segment{file: &f}
+	if err := seg.write(buf, true); err != nil {
 		t.Fatal(err)
 	}
 	return f.Bytes()

@@ -19,7 +19,8 @@ type logFile interface {
 	Close() error
 }
 
-// logPath is the log file of the data file at path: oncemq.db has oncemq.wal beside it.
+// logPath is the log of the data file at path: oncemq.db has oncemq.wal beside it (and its second
+// segment, oncemq.wal.1: segmentPaths).
 func logPath(path string) string {
 	return strings.TrimSuffix(path, filepath.Ext(path)) + ".wal"
 }

@@ -9,6 +9,12 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
+// segmentPaths are the two files of the log of the data file at path: oncemq.wal, oncemq.wal.1.
+func segmentPaths(path string) [2]string {
+	p := logPath(path)
+	return [2]string{p, p + ".1"}
+}
+
 func newWriteAhead(path string, noSync bool, opts walOptions) *writeAhead {
 	if opts.openFile == nil {
 		opts.openFile = openLogFile
@@ -22,7 +28,11 @@ func newWriteAhead(path string, noSync bool, opts walOptions) *writeAhead {
 	if opts.maxAge == 0 {
 		opts.maxAge = checkpointAfter
 	}
-	return &writeAhead{path: path, noSync: noSync, opts: opts, msgs: make(map[uint64]*Message)}
+	w := &writeAhead{noSync: noSync, opts: opts, msgs: make(map[uint64]*Message)}
+	for i, p := range segmentPaths(path) {
+		w.segs[i] = &segment{path: p}
+	}
+	return w
 }
 
 // recoverWithLog is the recovery of Open with the log: the records after the file's log index are
@@ -30,7 +40,7 @@ func newWriteAhead(path string, noSync bool, opts walOptions) *writeAhead {
 // for appending. pre, read from the file alone, is read again when there is something to replay.
 func (j *Journal) recoverWithLog(pre *recovery, now int64) (*Recovered, uint64, error) {
 	w := j.wal
-	index, l, pending, err := readLogFor(j.db, j.path, w.path)
+	index, segs, pending, err := readLogFor(j.db, j.path)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -44,26 +54,39 @@ func (j *Journal) recoverWithLog(pre *recovery, now int64) (*Recovered, uint64, 
 	if w.opts.onBoltCommit != nil {
 		w.opts.onBoltCommit(j.db)
 	}
-	logSummary(j.log, w.path, l, pending)
+	logSummary(j.log, segs, pending)
 	if len(pending) > 0 {
 		index = pending[len(pending)-1].index
 	}
-	if w.file, err = w.opts.openFile(w.path); err != nil {
-		return nil, 0, fmt.Errorf("open %s: %w", j.path, err)
-	}
 	w.index = index
-	if l.size > 0 {
-		if err := w.reset(); err != nil {
-			_ = w.file.Close()
+	for i, s := range w.segs {
+		if s.file, err = w.opts.openFile(s.path); err == nil && segs[i].size > 0 {
+			err = s.reset()
+		}
+		if err != nil {
+			j.closeLog()
 			return nil, 0, fmt.Errorf("open %s: %w", j.path, err)
 		}
 	}
 	return rec, lastSeq, nil
 }
 
-// readLogFor reads the log index of db and the log at logFile: the index, what the log holds, and
-// the records after the index.
-func readLogFor(db *bolt.DB, path, logFile string) (uint64, *logRead, []logRecord, error) {
+// closeLog closes the segments' files.
+func (j *Journal) closeLog() error {
+	var errs []error
+	for _, s := range j.wal.segs {
+		if s.file != nil {
+			if err := s.file.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("close log %s: %w", s.path, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// readLogFor reads the log index of db and the log of the data file at path: the index, what each
+// segment holds, and the records after the index.
+func readLogFor(db *bolt.DB, path string) (uint64, []*logRead, []logRecord, error) {
 	var index uint64
 	err := guard(func() error {
 		return db.View(func(tx *bolt.Tx) error {
@@ -75,26 +98,38 @@ func readLogFor(db *bolt.DB, path, logFile string) (uint64, *logRead, []logRecor
 	if err != nil {
 		return 0, nil, nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	data, err := os.ReadFile(logFile)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return 0, nil, nil, fmt.Errorf("open %s: read the log: %w", path, err)
+	var segs []*logRead
+	for _, p := range segmentPaths(path) {
+		data, err := os.ReadFile(p)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return 0, nil, nil, fmt.Errorf("open %s: read the log: %w", path, err)
+		}
+		l, err := decodeLog(p, data)
+		if err != nil {
+			return 0, nil, nil, err
+		}
+		segs = append(segs, l)
 	}
-	l, err := decodeLog(logFile, data)
+	pending, err := pendingRecords(segs, index)
 	if err != nil {
-		return 0, nil, nil, err
+		return 0, nil, nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	pending, err := l.pending(logFile, index)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	return index, l, pending, nil
+	return index, segs, pending, nil
 }
 
-// checkpointLog replays the log at logPath(path) into db and empties the log, for the offline
-// commands that rewrite the file (compact): they work on the file alone.
+// logSize is the bytes in the log's segments.
+func logSize(segs []*logRead) int64 {
+	var n int64
+	for _, l := range segs {
+		n += l.size
+	}
+	return n
+}
+
+// checkpointLog replays the log of the data file at path into db and empties the log, for the
+// offline commands that rewrite the file (compact): they work on the file alone.
 func checkpointLog(db *bolt.DB, path string, log *slog.Logger) error {
-	lp := logPath(path)
-	_, l, pending, err := readLogFor(db, path, lp)
+	_, segs, pending, err := readLogFor(db, path)
 	if err != nil {
 		return err
 	}
@@ -106,24 +141,29 @@ func checkpointLog(db *bolt.DB, path string, log *slog.Logger) error {
 			return fmt.Errorf("%s: replay the log: %w", path, err)
 		}
 	}
-	logSummary(log, lp, l, pending)
-	if l.size == 0 {
-		return nil
+	logSummary(log, segs, pending)
+	for _, l := range segs {
+		if l.size == 0 {
+			continue
+		}
+		f, err := openLogFile(l.path)
+		if err != nil {
+			return err
+		}
+		s := &segment{path: l.path, file: f}
+		if err := s.reset(); err != nil {
+			_ = f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
 	}
-	f, err := openLogFile(lp)
-	if err != nil {
-		return err
-	}
-	w := &writeAhead{path: lp, file: f}
-	if err := w.reset(); err != nil {
-		_ = f.Close()
-		return err
-	}
-	return f.Close()
+	return nil
 }
 
-// WriteTo's checkpoint: the committer applies the log to the file before the copy is read, so
-// that the copy, a bbolt file alone, holds every batch acknowledged before.
+// checkpointForCopy has the committer apply the whole log to the file before a copy is read
+// (WriteTo), so that the copy, a bbolt file alone, holds every batch acknowledged before.
 func (j *Journal) checkpointForCopy() error {
 	done := make(chan error, 1)
 	j.submit(submitted{checkpoint: true, done: func(err error) { done <- err }})
