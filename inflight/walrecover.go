@@ -59,9 +59,9 @@ func (j *Journal) recoverWithLog(pre *recovery, now int64) (*Recovered, uint64, 
 		index = pending[len(pending)-1].index
 	}
 	w.index = index
-	for i, s := range w.segs {
-		if s.file, err = w.opts.openFile(s.path); err == nil && segs[i].size > 0 {
-			err = s.reset()
+	for _, s := range w.segs {
+		if s.file, err = w.opts.openFile(s.path); err == nil {
+			err = s.reset() // replayed, or covered by the index: empty it, preallocated
 		}
 		if err != nil {
 			j.closeLog()
@@ -117,11 +117,11 @@ func readLogFor(db *bolt.DB, path string) (uint64, []*logRead, []logRecord, erro
 	return index, segs, pending, nil
 }
 
-// logSize is the bytes in the log's segments.
+// logSize is the bytes of records in the log's segments.
 func logSize(segs []*logRead) int64 {
 	var n int64
 	for _, l := range segs {
-		n += l.size
+		n += l.used
 	}
 	return n
 }
