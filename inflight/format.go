@@ -57,9 +57,12 @@ package inflight
 //
 // # Log
 //
-// The log file (wal.go) is the data file's name with the extension .wal (oncemq.db: oncemq.wal),
-// beside it. Every commit appends one record; a checkpoint applies the records to the data file and
-// truncates the log to 0 bytes. A record is
+// The log (wal.go) is two files beside the data file, segments, named after it with the extension
+// .wal and .wal.1 (oncemq.db: oncemq.wal, oncemq.wal.1). Every commit appends one record to the
+// current segment; a checkpoint applies a segment's records to the data file and empties it
+// (truncated, then preallocated: zeros). In a segment, records follow each other from offset 0, and
+// zeros after the last one are the segment's end. Records of both segments are read in index
+// order. A record is
 //
 //	length u32, crc u32, payload                  (length: payload bytes; crc: CRC-32C, Castagnoli,
 //	                                               of the payload; both big-endian)

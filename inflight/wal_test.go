@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/mochi-mqtt/server/v2/packets"
+	bolt "go.etcd.io/bbolt"
 )
 
 func TestMQTTLogFileNameIsTheJournals(t *testing.T) {
@@ -182,4 +183,52 @@ func TestLogReplayAfterACrash(t *testing.T) {
 	if err := j2.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A message put by a logged batch is readable through loggedMessage until a checkpoint puts it in
+// bbolt, and not after it is deleted: a body read from the file consults it first.
+func TestLoggedMessageUntilCheckpoint(t *testing.T) {
+	j, _, _ := openTest(t, "", &Options{wal: walOptions{maxRecords: 1 << 30, maxAge: 1 << 62}})
+	m, gone := newMessage(j, "t", "logged"), newMessage(j, "t", "deleted")
+	var b Batch
+	b.PutMessage(m)
+	b.PutMessage(gone)
+	mustCommit(t, j, &b)
+	var del Batch
+	del.DeleteMessage(gone.Seq)
+	mustCommit(t, j, &del)
+	if got, ok := j.loggedMessage(m.Seq); !ok || got != m {
+		t.Fatalf("loggedMessage(%d) = %v, %v before the checkpoint", m.Seq, got, ok)
+	}
+	if _, ok := j.loggedMessage(gone.Seq); ok {
+		t.Errorf("a deleted message is still in the log's map")
+	}
+	if keys := rawKeysOpen(t, j); len(keys) != 0 {
+		t.Fatalf("bbolt has messages %v before any checkpoint", keys)
+	}
+	if err := j.checkpointForCopy(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := j.loggedMessage(m.Seq); ok {
+		t.Errorf("loggedMessage still holds %d after the checkpoint", m.Seq)
+	}
+	if keys := rawKeysOpen(t, j); len(keys) != 1 {
+		t.Errorf("bbolt after the checkpoint holds messages %v, want the one not deleted", keys)
+	}
+}
+
+// rawKeysOpen lists bucket msgs of an open journal.
+func rawKeysOpen(t *testing.T, j *Journal) []string {
+	t.Helper()
+	var keys []string
+	err := j.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketMsgs).ForEach(func(k, _ []byte) error {
+			keys = append(keys, string(k))
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
 }
