@@ -63,8 +63,10 @@ func (f *osLog) Truncate(size int64) error {
 		return err
 	}
 	f.off = size
-	if size == 0 {
-		return preallocate(f.File, checkpointBytes)
+	if size == 0 && preallocate(f.File, checkpointBytes) != nil {
+		// No room for it (a small or full disk): appends grow the file instead, which is
+		// slower but the same log. The failure, if the disk is full, shows at the next append.
+		return f.File.Truncate(0)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -69,12 +70,14 @@ func testCrashInsideCheckpoint(t *testing.T, point string) {
 	}
 	b.WaitKilled(t)
 	pub.close()
-	st, err := os.Stat(filepath.Join(dir, mqtt.LogFile))
+	// The first checkpoint is of the first segment, oncemq.wal: emptied (zeros, preallocated)
+	// only after the reset.
+	data, err := os.ReadFile(filepath.Join(dir, mqtt.LogFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if empty := st.Size() == 0; empty != (point == inflight.CrashAfterLogReset) {
-		t.Fatalf("log of %d bytes at a crash %s", st.Size(), point)
+	if empty := !slices.ContainsFunc(data, func(b byte) bool { return b != 0 }); empty != (point == inflight.CrashAfterLogReset) {
+		t.Fatalf("first log segment empty: %v at a crash %s", empty, point)
 	}
 
 	b = b.Restart(t, nil)
@@ -101,10 +104,10 @@ func testCrashInsideCheckpoint(t *testing.T, point string) {
 		want[i] = fmt.Sprint(i + 1)
 	}
 	checkOnce(t, sub.receiveUntilSentinel(), want...)
-	// Before the checkpoint's commit the log alone has the records; after it, the log index in
-	// the file covers them, and they are not applied again.
-	if replayed := strings.Contains(b.Log(), "log replayed"); replayed != (point == inflight.CrashBeforeCheckpoint) {
-		t.Errorf("crash %s: log replayed at restart: %v:\n%s", point, replayed, b.Log())
+	// Before the checkpoint's commit the log alone has the records. (After it, records appended
+	// to the other segment meanwhile may be replayed too, so there is nothing to assert there.)
+	if point == inflight.CrashBeforeCheckpoint && !strings.Contains(b.Log(), "log replayed") {
+		t.Errorf("crash %s: the log was not replayed at restart:\n%s", point, b.Log())
 	}
 }
 
