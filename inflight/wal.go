@@ -243,6 +243,7 @@ func (j *Journal) checkpoint(seg *segment) (err error) {
 	}
 	w := j.wal
 	crashPoint(CrashBeforeCheckpoint)
+	start := time.Now()
 	err = guard(func() error {
 		return j.db.Update(func(tx *bolt.Tx) error {
 			bk, err := txBuckets(tx)
@@ -263,6 +264,8 @@ func (j *Journal) checkpoint(seg *segment) (err error) {
 		return fmt.Errorf("checkpoint log %s into %s: %w", seg.path, j.path, err)
 	}
 	j.checkpoints.Add(1)
+	j.log.Debug("inflight: checkpoint", slog.String("log", seg.path), slog.Int("records", seg.records),
+		slog.Int("batches", len(seg.logged)), slog.Duration("took", time.Since(start)))
 	if w.opts.onBoltCommit != nil {
 		w.opts.onBoltCommit(j.db)
 	}
