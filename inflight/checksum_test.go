@@ -449,3 +449,78 @@ func TestOpenDamagedBucketName(t *testing.T) {
 		t.Errorf("after repair %d of 50 messages delivered", len(got))
 	}
 }
+
+// Repair of a damaged file whose log holds acknowledged changes not yet checkpointed: the log's
+// records go into the repaired copy, a logged entry that refers to a message the repair gave up is
+// given up too (a second pass) and listed, the log is emptied once the copy is in place, and the
+// original file and log are kept. Without the log in the repair, the logged queue entry would be
+// lost without a word, or replayed later onto a file that has lost what it refers to.
+func TestRepairTakesTheLog(t *testing.T) {
+	_, good := queuedStore(t, 20)
+	path := copyTo(t, good)
+	j, _, _ := openTest(t, path, &Options{wal: walOptions{maxRecords: 1 << 30, maxAge: 1 << 62}})
+	var moved, added Batch // message 5 sent to the subscriber; a new message queued
+	moved.DeleteQueued("sub", 5)
+	moved.PutOutbound("sub", OutboundRecord{PacketID: 2, State: PublishSent, QoS: 2, Order: 5, MsgSeq: 5})
+	mustCommit(t, j, &moved)
+	m := newMessage(j, "t/q", payloadOf(20))
+	added.PutMessage(m)
+	added.PutQueued("sub", QueuedRecord{Order: 21, QoS: 2, MsgSeq: m.Seq})
+	mustCommit(t, j, &added)
+	// The process dies here: the file is as queuedStore left it, the log holds both batches.
+	crashed := map[string][]byte{}
+	segs := segmentPaths(path)
+	for _, p := range append(segs[:], path) {
+		data, err := os.ReadFile(p)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+		crashed[p] = data
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	at, n := storedAt(t, path, crashed[path], bucketMsgs, seqKey(5))
+	for _, i := range at {
+		crashed[path][i+n-10] ^= 0x01
+	}
+	for p, data := range crashed {
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := Open(path, &Options{Logger: testLogger(&logBuffer{})}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Open of the damaged file = %v, want ErrCorrupt", err)
+	}
+	rep, err := Repair(path, time.Unix(1_800_000_000, 0))
+	if err != nil {
+		t.Fatalf("Repair: %v", err)
+	}
+	var lines []string
+	for _, d := range rep.GivenUp {
+		lines = append(lines, d.String())
+	}
+	for _, want := range []string{`bucket msgs key "\x00\x00\x00\x00\x00\x00\x00\x05" (message 5): checksum mismatch`,
+		`bucket out key "sub\x00\x00\x02" (client "sub", packet id 2, message 5): refers to message 5, which is missing`} {
+		if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, want) }) {
+			t.Errorf("Repair did not give up %q; it gave up:\n%s", want, strings.Join(lines, "\n"))
+		}
+	}
+	for _, p := range segmentPaths(path) {
+		if data, err := os.ReadFile(p); err == nil && !allZero(data) {
+			t.Errorf("log segment %s not emptied by the repair", p)
+		}
+	}
+	if _, err := os.Stat(rep.Kept + filepath.Ext(logPath(path))); err != nil {
+		t.Errorf("the original log is not kept beside the original file: %v", err)
+	}
+	j2, rec, _ := openTest(t, path, nil)
+	defer j2.Close()
+	s := session(rec, "sub")
+	if s == nil || len(s.Outbound) != 1 || len(s.Queue) != 19 || s.Queue[len(s.Queue)-1].Order != 21 {
+		t.Fatalf("after repair: %+v, want packet id 1 in flight and 19 queued ending with the logged order 21", s)
+	}
+	if got := intactPayloads(t, rec); len(got) != 20 {
+		t.Errorf("after repair %d messages intact, want 20", len(got))
+	}
+}

@@ -5,31 +5,34 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // submitted is one Submit waiting for its commit.
 type submitted struct {
-	batch *Batch
-	done  func(error)
+	batch      *Batch
+	done       func(error)
+	checkpoint bool // checkpoint the log before done (WriteTo)
 }
 
 // Stats counts the journal's work since Open; Batches/Commits is how well group commit is
 // doing.
 type Stats struct {
-	Commits uint64 // bbolt transactions committed (each one sync unless NoSync)
+	Commits uint64 // log records appended (each one sync unless NoSync)
 	Batches uint64 // batches committed, including empty ones
 	Ops     uint64 // changes committed
-	// CommitLatency counts commits by duration (transaction and fsync), in the buckets of
+	// Checkpoints counts the synced bbolt transactions that applied the log to the data file.
+	Checkpoints uint64
+	// CommitLatency counts commits by duration (log append and fdatasync), in the buckets of
 	// LatencyBound: CommitLatency[i] commits took at most LatencyBound(i).
 	CommitLatency [LatencyBuckets]uint64
 }
 
 // Stats returns the counters so far.
 func (j *Journal) Stats() Stats {
-	return Stats{Commits: j.commits.Load(), Batches: j.batches.Load(), Ops: j.ops.Load(), CommitLatency: j.latency.snapshot()}
+	return Stats{Commits: j.commits.Load(), Batches: j.batches.Load(), Ops: j.ops.Load(),
+		Checkpoints: j.checkpoints.Load(), CommitLatency: j.latency.snapshot()}
 }
 
 // NextSeq returns a new message sequence, larger than any in the file at Open and any returned
@@ -55,9 +58,12 @@ func (j *Journal) Err() error {
 //
 // b must not be changed after Submit.
 func (j *Journal) Submit(b *Batch, done func(error)) {
+	j.submit(submitted{batch: b, done: done})
+}
+
+func (j *Journal) submit(s submitted) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	s := submitted{batch: b, done: done}
 	if j.closed {
 		// Answered by a goroutine of its own, not here: the caller holds locks that done may take.
 		j.afterClose = append(j.afterClose, s)
@@ -88,24 +94,25 @@ func (j *Journal) Close() error {
 		default:
 		}
 		<-j.stopped
-		var closeErr error
+		closeErr := j.closeLog()
 		if err := j.db.Close(); err != nil {
-			closeErr = fmt.Errorf("close %s: %w", j.path, err)
+			closeErr = errors.Join(closeErr, fmt.Errorf("close %s: %w", j.path, err))
 		}
 		j.closeErr = errors.Join(j.Err(), closeErr)
 	})
 	return j.closeErr
 }
 
-// run is the committer goroutine: it takes every batch waiting, commits them in one transaction
-// and answers them in order, until Close.
+// run is the committer goroutine: it takes every batch waiting, commits them in one log record
+// and answers them in order, and checkpoints the log when it is due, until Close, which
+// checkpoints what is left so that a clean stop leaves an empty log.
 func (j *Journal) run() {
 	defer close(j.stopped)
 	for {
 		j.mu.Lock()
 		for len(j.pending) == 0 && !j.closed {
 			j.mu.Unlock()
-			<-j.wake
+			j.idle()
 			j.mu.Lock()
 		}
 		round := j.pending
@@ -117,8 +124,32 @@ func (j *Journal) run() {
 		clear(round) // drop the batches and callbacks for the collector
 		j.spare = round[:0]
 		if closed {
+			j.checkpointAll()
 			return
 		}
+		j.maybeCheckpoint()
+	}
+}
+
+// idle waits for a submission, or for the checkpoint in flight to end, or until the current
+// segment of the log is old enough for a checkpoint: a quiet broker does not keep batches in
+// memory and records in the log.
+func (j *Journal) idle() {
+	w := j.wal
+	seg := w.segs[w.cur]
+	var due <-chan time.Time
+	if seg.records > 0 && w.running == nil {
+		t := time.NewTimer(w.opts.maxAge - time.Since(seg.first))
+		defer t.Stop()
+		due = t.C
+	}
+	select {
+	case <-j.wake:
+	case <-w.running: // nil, and never ready, when none runs
+		w.running = nil
+		j.maybeCheckpoint()
+	case <-due:
+		j.maybeCheckpoint()
 	}
 }
 
@@ -166,43 +197,30 @@ func (j *Journal) process(round []submitted) {
 		j.batches.Add(uint64(len(round) - len(invalid)))
 		j.ops.Add(uint64(ops))
 	}
+	var checkpointErr error // for the checkpoint requests only: the round is durable in the log
+	if err == nil && slices.ContainsFunc(round, func(s submitted) bool { return s.checkpoint }) {
+		checkpointErr = j.checkpointAll()
+	}
 	for i, s := range round {
 		if e, ok := invalid[i]; ok {
 			j.call(s.done, e)
+		} else if s.checkpoint && err == nil {
+			j.call(s.done, checkpointErr)
 		} else {
 			j.call(s.done, err)
 		}
 	}
 }
 
-// commit applies the valid batches of a round in one bbolt transaction, which bbolt syncs unless
-// NoSync. A panic in bbolt is a failed commit.
+// commit appends the valid batches of a round to the log as one record, synced unless NoSync
+// (wal.go). A panic while encoding is a failed commit.
 func (j *Journal) commit(round []submitted, invalid map[int]error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("commit panicked: %v", r)
 		}
 	}()
-	if err := syncFailpoint(); err != nil {
-		return err
-	}
-	return j.db.Update(func(tx *bolt.Tx) error {
-		bk, err := txBuckets(tx)
-		if err != nil {
-			return err
-		}
-		for i, s := range round {
-			if s.batch == nil || invalid[i] != nil {
-				continue
-			}
-			for k := range s.batch.ops {
-				if err := bk.apply(&s.batch.ops[k]); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
+	return j.appendLog(round, invalid)
 }
 
 // fail records the first commit error, classified (ErrDiskFull or ErrIO), tells Options.OnFail,

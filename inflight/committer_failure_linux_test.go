@@ -15,7 +15,7 @@ import (
 // holds exactly what was acknowledged. A write that fails for another reason than space is ErrIO,
 // and OnFail hears of the failure once.
 //
-// The failure is a real one: the descriptor bbolt writes through is swapped, under bbolt, for a
+// The failure is a real one: the descriptor the log is written through is swapped, under the journal, for a
 // read-only one on the same file, so the commit's write fails with EBADF from the kernel.
 func TestCommitFailureFailsTheRoundAndAfter(t *testing.T) {
 	failures := make(chan error, 4)
@@ -41,7 +41,7 @@ func TestCommitFailureFailsTheRoundAndAfter(t *testing.T) {
 	j.Submit(inboundBatch("c", 2), func(err error) { results[1] <- err })
 	j.Submit(nil, func(err error) { results[2] <- err }) // a barrier in the failing round
 	j.Submit(inboundBatch("c", 3), func(err error) { results[3] <- err })
-	heal := breakDescriptor(t, path)
+	heal := breakDescriptor(t, logPath(path))
 	close(release)
 
 	for i := 1; i <= 3; i++ {

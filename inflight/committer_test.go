@@ -9,25 +9,29 @@ import (
 	"time"
 )
 
-// holdWriteLock takes bbolt's write lock, as another writer's long transaction would: the
-// committer's next transaction waits for it. The returned function gives it back; so does the
-// test's end, before the journal is closed.
+// holdWriteLock holds the committer's next log append, as a slow disk would: the committer's next
+// commit waits for it. The returned function lets it go; so does the test's end, before the
+// journal is closed. It must be called while the committer is idle.
 func holdWriteLock(t *testing.T, j *Journal) (release func()) {
 	t.Helper()
-	tx, err := j.db.Begin(true)
-	if err != nil {
-		t.Fatalf("take the write lock: %v", err)
-	}
+	gate := make(chan struct{})
+	seg := j.wal.segs[j.wal.cur]
+	seg.file = &gatedLog{logFile: seg.file, gate: gate}
 	var once sync.Once
-	release = func() {
-		once.Do(func() {
-			if err := tx.Rollback(); err != nil {
-				t.Errorf("give the write lock back: %v", err)
-			}
-		})
-	}
+	release = func() { once.Do(func() { close(gate) }) }
 	t.Cleanup(release)
 	return release
+}
+
+// gatedLog is a log file whose writes wait for gate to close.
+type gatedLog struct {
+	logFile
+	gate chan struct{}
+}
+
+func (g *gatedLog) Write(p []byte) (int, error) {
+	<-g.gate
+	return g.logFile.Write(p)
 }
 
 // waitTaken waits until the committer has taken every batch submitted so far into its round.

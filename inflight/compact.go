@@ -2,6 +2,7 @@ package inflight
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -28,11 +29,16 @@ func Compact(path string) (before, after int64, err error) {
 	if err := checkClean(path); err != nil {
 		return 0, 0, fmt.Errorf("compact %s: %w (run oncemq repair)", path, err)
 	}
-	src, err := openBolt(path, false, true) // exclusive lock; nothing is written to it
+	src, err := openBolt(path, false, false) // exclusive lock; the checkpoint below writes
 	if err != nil {
 		return 0, 0, err
 	}
 	defer closeQuietly(src)
+	// The log's records go into the file first (a synced commit), and the log is emptied: the
+	// copy is the bbolt file alone.
+	if err := checkpointLog(src, path, slog.Default()); err != nil {
+		return 0, 0, fmt.Errorf("compact %s: %w", path, err)
+	}
 	tmp := path + ".compact"
 	if err := os.Remove(tmp); err != nil && !os.IsNotExist(err) {
 		return 0, 0, fmt.Errorf("compact %s: remove the leftover %s: %w", path, tmp, err)

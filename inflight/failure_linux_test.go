@@ -12,7 +12,7 @@ import (
 // the failure and opened again, once writes succeed, holds exactly what was committed before the
 // failure, and commits again.
 //
-// The failure is the kernel's: the descriptor bbolt writes through is swapped for one on /dev/full,
+// The failure is the kernel's: the descriptor the log is written through is swapped for one on /dev/full,
 // whose every write fails with ENOSPC, as on a full file system.
 func TestDiskFullIsRecoverableByReopening(t *testing.T) {
 	failures := make(chan error, 4)
@@ -20,7 +20,7 @@ func TestDiskFullIsRecoverableByReopening(t *testing.T) {
 	if err := commit(t, j, sessionBatch("c", 1)); err != nil {
 		t.Fatalf("commit before the disk fills: %v", err)
 	}
-	heal := swapDescriptor(t, path, devFull, os.O_WRONLY)
+	heal := swapDescriptor(t, logPath(path), devFull, os.O_WRONLY)
 	err := commit(t, j, sessionBatch("c", 2))
 	if !errors.Is(err, ErrFailed) || !errors.Is(err, ErrDiskFull) || errors.Is(err, ErrIO) || !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("commit on a full disk: err = %v, want ErrFailed and ErrDiskFull wrapping ENOSPC", err)

@@ -6,10 +6,12 @@ package inflight
 //
 // # File
 //
-// One bbolt file. Bucket meta, key "format", holds the file's format version: in format 2 the
-// byte 2 sealed like every value (5 bytes, see Values), in format 1 the single byte 1. Open
-// refuses a file whose version it does not know, and a bbolt file without meta/format; it
-// migrates a format 1 file to format 2 (migrate.go) with the decoders below, which read both.
+// One bbolt file and its log (see Log below). Bucket meta, key "format", holds the file's format
+// version: in format 2 the byte 2 sealed like every value (5 bytes, see Values), in format 1 the
+// single byte 1. Open refuses a file whose version it does not know, and a bbolt file without
+// meta/format; it migrates a format 1 file to format 2 (migrate.go) with the decoders below, which
+// read both. Key "log" holds the log index the file covers; a file without it has had no
+// checkpoint (index 0).
 //
 // # Keys
 //
@@ -75,6 +77,42 @@ package inflight
 // packet id 1 if QoS > 0, properties, payload) by the mochi-mqtt packets codec with
 // AllowResponseInfo set, so that Response Topic and Correlation Data are kept. The packet id in it
 // means nothing. A message's Seq is its msgs key; a retained message has no Seq on disk.
+//
+// # Log
+//
+// The log (wal.go) is two files beside the data file, segments, named after it with the extension
+// .wal and .wal.1 (oncemq.db: oncemq.wal, oncemq.wal.1). Every commit appends one record to the
+// current segment; a checkpoint applies a segment's records to the data file and empties it
+// (truncated, then preallocated: zeros). In a segment, records follow each other from offset 0, and
+// zeros after the last one are the segment's end. Records of both segments are read in index
+// order. A record is
+//
+//	length u32, crc u32, payload                  (length: payload bytes; crc: CRC-32C, Castagnoli,
+//	                                               of the payload; both big-endian)
+//	payload   version u8 (1), index u64, count uvarint, count x batch
+//	batch     count uvarint, count x change
+//	change    kind u8, mask uvarint, then for each bit set in mask, lowest first, its field:
+//	  bit 0  client id       string
+//	  bit 1  session         bytes (the session value above)
+//	  bit 2  subscription    bytes (the subscription value above)
+//	  bit 3  filter          string
+//	  bit 4  packet id       uvarint
+//	  bit 5  reason          uvarint
+//	  bit 6  outbound        packet id uvarint, bytes (the outbound value above)
+//	  bit 7  queued          bytes (the queued value above)
+//	  bit 8  order           uvarint
+//	  bit 9  message         seq uvarint, bytes (the message value above)
+//	  bit 10 seq             uvarint
+//	  bit 11 topic           string (also the dedup key of a dedup deletion)
+//	  bit 12 dedup           key string, bytes (the dedup value above)
+//	string, bytes: length uvarint, then the bytes
+//
+// kind is the opKind of batch.go (1 put session ... 16 delete dedup). Index numbers records from 1,
+// consecutively, across checkpoints: bucket meta, key "log", holds the index of the last record
+// applied to the file (version byte, then u64), written in the checkpoint's transaction (etcd's
+// consistent index). Recovery applies the records after it and skips the others. An incomplete
+// record or one whose crc does not match, with no valid record after it, is a torn write and is
+// discarded; anything else that does not decode is damage.
 //
 // A JSON record may gain a field without a new version byte, provided an earlier release can
 // ignore the key (encoding/json skips unknown keys) and a record without it decodes to a value

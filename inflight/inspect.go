@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // Inspection is what Inspect read from a data file. It is the file as it is: what the next Open
@@ -20,6 +22,11 @@ type Inspection struct {
 	FileSize  int64 // bytes
 	PageSize  int   // bytes
 	FreePages int   // pages free for reuse: what compaction would give back
+
+	// The log beside the file: its size, and how many of its records the file does not have
+	// yet. The state above includes them, as the next Open will.
+	LogBytes   int64
+	LogRecords int
 
 	// What the next Open removes: sessions whose expiry passed (or that ended with their
 	// connection), entries without a session record, and messages nothing
@@ -60,7 +67,25 @@ func Inspect(path string, now int64) (*Inspection, error) {
 		return nil, err
 	}
 	defer closeQuietly(db)
-	r, err := readFile(db, now, slog.New(slog.DiscardHandler))
+	_, segs, pending, err := readLogFor(db, path)
+	if err != nil {
+		return nil, fmt.Errorf("inspect %s: %w", path, err)
+	}
+	state := db
+	if len(pending) > 0 {
+		// The state is the file with the log applied, as the next Open sees it; the log is applied
+		// to a copy outside the data directory, which is left as it is.
+		replayed, err := replayedCopy(db, pending)
+		if err != nil {
+			return nil, fmt.Errorf("inspect %s: %w", path, err)
+		}
+		defer func() {
+			closeQuietly(replayed)
+			_ = os.Remove(replayed.Path())
+		}()
+		state = replayed
+	}
+	r, err := readFile(state, now, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return nil, fmt.Errorf("inspect %s: %w", path, err)
 	}
@@ -68,6 +93,7 @@ func Inspect(path string, now int64) (*Inspection, error) {
 		Retained: len(r.retained), Messages: len(r.msgs),
 		FileSize: st.Size(), PageSize: db.Info().PageSize, FreePages: db.Stats().FreePageN,
 		BrokenEntries: r.dropped, Orphans: r.orphans, Damage: r.damage,
+		LogBytes: logSize(segs), LogRecords: len(pending),
 	}
 	for id := range r.expired {
 		in.ExpiredSessions = append(in.ExpiredSessions, id)
@@ -96,4 +122,33 @@ func Inspect(path string, now int64) (*Inspection, error) {
 		in.Sessions = append(in.Sessions, is)
 	}
 	return in, nil
+}
+
+// replayedCopy copies db to a temporary file outside the data directory and applies the log
+// records to the copy.
+func replayedCopy(db *bolt.DB, pending []logRecord) (*bolt.DB, error) {
+	f, err := os.CreateTemp("", "oncemq-inspect-*.db")
+	if err != nil {
+		return nil, fmt.Errorf("copy to apply the log: %w", err)
+	}
+	err = guard(func() error { return db.View(func(tx *bolt.Tx) error { _, err := tx.WriteTo(f); return err }) })
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+		return nil, fmt.Errorf("copy to apply the log: %w", err)
+	}
+	cp, err := bolt.Open(f.Name(), 0o600, &bolt.Options{NoSync: true, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
+	if err == nil {
+		err = guard(func() error { return cp.Update(func(tx *bolt.Tx) error { return replayLog(tx, pending) }) })
+	}
+	if err != nil {
+		if cp != nil {
+			closeQuietly(cp)
+		}
+		_ = os.Remove(f.Name())
+		return nil, fmt.Errorf("apply the log to a copy: %w", err)
+	}
+	return cp, nil
 }

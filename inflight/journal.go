@@ -19,8 +19,8 @@ var ErrClosed = errors.New("inflight: journal closed")
 
 // Options configures Open. A nil *Options means the defaults.
 type Options struct {
-	// NoSync skips the sync after each commit (bbolt NoSync): safe against a process crash, not
-	// against power loss.
+	// NoSync skips the sync of the log after each commit: safe against a process crash, not
+	// against power loss. Checkpoints into the bbolt file are synced either way.
 	NoSync bool
 	// Logger receives recovery and failure messages; nil means slog.Default().
 	Logger *slog.Logger
@@ -31,9 +31,11 @@ type Options struct {
 	// before the failed batches' done callbacks: it must not block and must not call Close.
 	OnFail func(error)
 	// OnCommit, if set, is told of every commit the committer made: how many records it wrote and
-	// how long the bbolt transaction took, its sync included. It runs on the committer goroutine,
+	// how long the log append took, its sync included. It runs on the committer goroutine,
 	// between the commit and the done callbacks, so it must be quick (a histogram's Observe).
 	OnCommit func(records int, took time.Duration)
+
+	wal walOptions // test hooks (wal.go); the product leaves them zero
 }
 
 // Recovered is the durable state read by Open, for the session layer to rebuild its working copy.
@@ -99,6 +101,8 @@ type Journal struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	commits, batches, ops atomic.Uint64 // see stats
-	latency               latencyHistogram
+	wal *writeAhead // the log in front of db (wal.go)
+
+	commits, batches, ops, checkpoints atomic.Uint64 // see stats
+	latency                            latencyHistogram
 }

@@ -21,14 +21,20 @@ const neverExpires = 0xFFFFFFFF
 // created, expired sessions and unreferenced keys removed, connected sessions marked disconnected.
 // pre is what inspect read through a read-only handle; it is read again here if the file changed
 // since (or was empty). It returns the state and the largest message sequence in use.
-func (j *Journal) recoverState(pre *recovery, now int64) (rec *Recovered, lastSeq uint64, err error) {
+//
+// replay are the log records the file does not have yet (wal.go): they are applied first, in the
+// same transaction, which is then the checkpoint that covers them.
+func (j *Journal) recoverState(pre *recovery, now int64, replay []logRecord) (rec *Recovered, lastSeq uint64, err error) {
 	r := pre
 	err = guard(func() error {
 		return j.db.Update(func(tx *bolt.Tx) error {
 			if err := ensureBuckets(tx); err != nil {
 				return err
 			}
-			if r == nil || tx.ID() != r.txid+1 {
+			if err := replayLog(tx, replay); err != nil {
+				return err
+			}
+			if r == nil || tx.ID() != r.txid+1 || len(replay) > 0 {
 				var err error
 				if r, err = readState(tx, now, formatVersion, j.log.With(slog.String("path", j.path))); err != nil {
 					return err

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -41,8 +42,58 @@ func Repair(path string, now time.Time) (*Repaired, error) {
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("repair %s: remove the leftover %s: %w", path, tmp, err)
 	}
-	quiet := slog.New(slog.DiscardHandler)
 	rep := &Repaired{}
+	rep.GivenUp, rep.Written, err = copyWithoutDamage(src, tmp, now)
+	if err != nil {
+		_ = os.Remove(tmp)
+		return nil, fmt.Errorf("repair %s: %w", path, err)
+	}
+	if len(rep.GivenUp) == 0 {
+		return rep, nil
+	}
+	// The log holds acknowledged changes the damaged file does not have yet: they go into the copy,
+	// and what they refer to that was given up makes them damage in turn, given up by a second pass.
+	// The log is emptied once the copy is in place: the copy holds all of it.
+	_, segs, pending, err := readLogFor(src, path)
+	if err == nil {
+		err = replayInto(tmp, pending)
+	}
+	if err == nil {
+		err = dropDependents(tmp, now, rep)
+	}
+	if err == nil {
+		err = checkClean(tmp)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return nil, fmt.Errorf("repair %s: the original is untouched: %w", path, err)
+	}
+	rep.Kept = path + ".damaged-" + now.UTC().Format("20060102T150405Z")
+	if err := os.Link(path, rep.Kept); err != nil {
+		_ = os.Remove(tmp)
+		return nil, fmt.Errorf("repair %s: keep the original as %s: %w", path, rep.Kept, err)
+	}
+	for _, l := range segs {
+		if l.size > 0 {
+			if err := copyFile(l.path, rep.Kept+filepath.Ext(l.path)); err != nil {
+				_ = os.Remove(tmp)
+				return nil, fmt.Errorf("repair %s: keep the log %s: %w", path, l.path, err)
+			}
+		}
+	}
+	if err := swapIn(tmp, path); err != nil {
+		return nil, fmt.Errorf("repair %s (the original is kept as %s): %w", path, rep.Kept, err)
+	}
+	if err := emptyLog(segs); err != nil {
+		return nil, fmt.Errorf("repair %s: the repaired file is in place, but emptying its log failed (do not start a broker on it before the log is gone): %w", path, err)
+	}
+	return rep, nil
+}
+
+// copyWithoutDamage copies the records of src into a new file at dst, leaving out the damaged ones
+// and those that depend on them, which it returns. Nothing is written when there is no damage.
+func copyWithoutDamage(src *bolt.DB, dst string, now time.Time) (givenUp []Damage, written map[string]int, err error) {
+	quiet := slog.New(slog.DiscardHandler)
 	err = guard(func() error {
 		return src.View(func(tx *bolt.Tx) error {
 			version, err := checkFormat(tx)
@@ -58,9 +109,9 @@ func Repair(path string, now time.Time) (*Repaired, error) {
 			}
 			// Entries without a session record are removed by every start; here they are
 			// most likely the entries of a session whose key was damaged, so they are listed.
-			rep.GivenUp = append(r.damage, r.strays...)
+			givenUp = append(r.damage, r.strays...)
 			skip := make(map[string]map[string]bool)
-			for _, d := range rep.GivenUp {
+			for _, d := range givenUp {
 				if d.unplaced {
 					continue // copyRecords leaves it out by its checksum
 				}
@@ -69,30 +120,69 @@ func Repair(path string, now time.Time) (*Repaired, error) {
 				}
 				skip[d.Bucket][string(d.Key)] = true
 			}
-			rep.Written, err = copyRecords(tx, version, tmp, skip)
+			written, err = copyRecords(tx, version, dst, skip)
 			return err
 		})
 	})
+	return givenUp, written, err
+}
+
+// replayInto applies the log records after a damaged file's index to its repaired copy at path.
+func replayInto(path string, pending []logRecord) error {
+	if len(pending) == 0 {
+		return nil
+	}
+	db, err := openBolt(path, false, false)
 	if err != nil {
-		_ = os.Remove(tmp)
-		return nil, fmt.Errorf("repair %s: %w", path, err)
+		return err
 	}
-	if len(rep.GivenUp) == 0 {
-		return rep, nil
+	err = guard(func() error { return db.Update(func(tx *bolt.Tx) error { return replayLog(tx, pending) }) })
+	if cerr := db.Close(); err == nil {
+		err = cerr
 	}
-	if err := checkClean(tmp); err != nil {
-		_ = os.Remove(tmp)
-		return nil, fmt.Errorf("repair %s: the new file is not clean, the original is untouched: %w", path, err)
+	if err != nil {
+		return fmt.Errorf("replay the log into %s: %w", path, err)
 	}
-	rep.Kept = path + ".damaged-" + now.UTC().Format("20060102T150405Z")
-	if err := os.Link(path, rep.Kept); err != nil {
-		_ = os.Remove(tmp)
-		return nil, fmt.Errorf("repair %s: keep the original as %s: %w", path, rep.Kept, err)
+	return nil
+}
+
+// dropDependents gives up, by a second copy, what the log's records made depend on a record the
+// first pass gave up (an entry the log added whose message was damaged), and adds it to rep.
+func dropDependents(path string, now time.Time, rep *Repaired) error {
+	db, err := openBolt(path, true, true)
+	if err != nil {
+		return err
 	}
-	if err := swapIn(tmp, path); err != nil {
-		return nil, fmt.Errorf("repair %s (the original is kept as %s): %w", path, rep.Kept, err)
+	again := path + ".2"
+	more, written, err := copyWithoutDamage(db, again, now)
+	closeQuietly(db)
+	if err != nil || len(more) == 0 {
+		_ = os.Remove(again)
+		return err
 	}
-	return rep, nil
+	rep.GivenUp = append(rep.GivenUp, more...)
+	rep.Written = written
+	return os.Rename(again, path)
+}
+
+// copyFile copies the file at from to a new file at to, synced.
+func copyFile(from, to string) error {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // checkClean reads the file at path through a read-only handle as Open would, and fails if it

@@ -63,7 +63,7 @@ func Open(path string, opts *Options) (*Journal, *Recovered, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	db, err := openBolt(path, false, o.NoSync)
+	db, err := openBolt(path, false, false) // bbolt is only ever written by synced commits
 	if err != nil {
 		return nil, nil, err
 	}
@@ -75,8 +75,9 @@ func Open(path string, opts *Options) (*Journal, *Recovered, error) {
 		onCommit: o.OnCommit,
 		wake:     make(chan struct{}, 1),
 		stopped:  make(chan struct{}),
+		wal:      newWriteAhead(logPath(path), o.NoSync, o.wal),
 	}
-	rec, lastSeq, err := j.recoverState(pre, now)
+	rec, lastSeq, err := j.recoverWithLog(pre, now)
 	if err != nil {
 		closeQuietly(db)
 		return nil, nil, err

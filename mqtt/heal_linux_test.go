@@ -22,7 +22,7 @@ import (
 
 const healTopic = "heal/t"
 
-// A store whose write finds no room (the kernel's ENOSPC: bbolt's descriptor is swapped for one
+// A store whose write finds no room (the kernel's ENOSPC: the log's descriptor is swapped for one
 // on /dev/full) is healed in place: the connected client gets DISCONNECT 0x89, the store is
 // reopened from the file, Stats counts one failure and one heal, the Server is ready again, and a
 // durable subscriber gets what was committed before the failure and after the heal, and not the
@@ -39,7 +39,7 @@ func TestDiskFullHealsInPlace(t *testing.T) {
 	idle := mqtttest.Dial(t, addr, v5)
 	idle.Connect(t, "heal-idle", true, 0)
 
-	swapDescriptor(t, filepath.Join(dir, mqtt.DataFile), "/dev/full", os.O_WRONLY)
+	swapDescriptor(t, filepath.Join(dir, mqtt.LogFile), "/dev/full", os.O_WRONLY)
 	err := srv.Publish(context.Background(), mqtt.Message{Topic: healTopic, Payload: []byte("lost"), QoS: 1})
 	if !errors.Is(err, inflight.ErrDiskFull) {
 		t.Fatalf("Publish on a full disk: %v, want inflight.ErrDiskFull", err)
@@ -73,7 +73,7 @@ func TestDiskFullHealsInPlace(t *testing.T) {
 	}
 }
 
-// A store that fails otherwise (EBADF on the write: bbolt's descriptor swapped for a read-only
+// A store that fails otherwise (EBADF on the write: the log's descriptor swapped for a read-only
 // one) cannot be trusted: Serve returns ErrStoreFailed wrapping inflight.ErrIO, the Server is not
 // ready and refuses Publish, and a new Server on the same directory recovers what was committed.
 func TestIOErrorEndsServe(t *testing.T) {
@@ -81,7 +81,7 @@ func TestIOErrorEndsServe(t *testing.T) {
 	dir := t.TempDir()
 	srv, _, served := startServer(t, dir)
 	publishRetained(t, srv, "kept")
-	path := filepath.Join(dir, mqtt.DataFile)
+	path := filepath.Join(dir, mqtt.LogFile)
 	swapDescriptor(t, path, path, os.O_RDONLY)
 	if err := srv.Publish(context.Background(), mqtt.Message{Topic: healTopic, Payload: []byte("lost"), QoS: 1, Retain: true}); !errors.Is(err, inflight.ErrIO) {
 		t.Fatalf("Publish on a failing disk: %v, want inflight.ErrIO", err)

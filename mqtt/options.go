@@ -12,6 +12,12 @@ import (
 // DataFile is the name of the state file inside Options.DataDir.
 const DataFile = "oncemq.db"
 
+// LogFile is the name of the store's write-ahead log beside DataFile (its second segment is
+// LogFile + ".1"): every commit is appended and synced there, and applied to DataFile at
+// checkpoints. The files are one store: copy, move or delete them together (a backup through the
+// admin API is DataFile alone, checkpointed).
+const LogFile = "oncemq.wal"
+
 // Options configures a Server. The zero value of each field means its default, so Options{} is a
 // broker on 127.0.0.1:1883 with its state in ./data, every commit synced, that accepts anyone.
 type Options struct {

@@ -59,7 +59,7 @@ type Stats struct {
 	DuplicatesByDedupID  uint64
 	DedupIDs             int // dedup ids in the window
 
-	Commits        uint64 // store transactions committed, each one sync with NoSync unset
+	Commits        uint64 // store commits (log records), each one fdatasync with NoSync unset
 	Batches        uint64 // batches of changes submitted (each one a PUBLISH, an ack, a CONNECT...)
 	Records        uint64 // records written
 	CommitFailures uint64 // batches whose commit failed

@@ -218,6 +218,11 @@ func TestCompactThenRecover(t *testing.T) {
 	sub.Close()
 	pub := dialClient(t, b, mqttclient.ConnectOptions{ClientID: "pub", CleanStart: true})
 	publishQoS1(t, pub, "q", "burst", 20000)
+	// The queue goes into the file (not only the store's log) by a restart, which replays the log.
+	pub.Close()
+	b.Kill()
+	b = b.Restart(t, nil, args...)
+	pub = dialClient(t, b, mqttclient.ConnectOptions{ClientID: "pub", CleanStart: true})
 	sub = dialClient(t, b, subOpts)
 	drain(t, sub, 20000)
 	ping(t, sub) // every PUBACK read; the commits that follow come after theirs

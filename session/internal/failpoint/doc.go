@@ -13,6 +13,8 @@
 // a message listing the points.
 package failpoint
 
+import "github.com/oncemq/oncemq/inflight"
+
 // Env is the environment variable that arms a crash point in a failpoint build.
 const Env = "ONCEMQ_CRASH_AT"
 
@@ -25,5 +27,7 @@ const (
 	BeforePubrel  = "before-pubrel"  // outbound id moved to "PUBREL sent"
 )
 
-// Points lists every crash point.
-var Points = []string{BeforePubrec, BeforePuback, BeforePubcomp, BeforePublish, BeforePubrel}
+// Points lists every crash point: those before a packet, fired here, then the store's, inside a
+// checkpoint of its log, which the inflight package fires from the same variable.
+var Points = append([]string{BeforePubrec, BeforePuback, BeforePubcomp, BeforePublish, BeforePubrel},
+	inflight.CrashPoints...)

@@ -17,6 +17,8 @@ type Report struct {
 	FileSize        int64     `json:"file_size"`
 	PageSize        int       `json:"page_size"`
 	FreePages       int       `json:"free_pages"`
+	LogBytes        int64     `json:"log_bytes"`        // the store's log, oncemq.wal
+	LogRecords      int       `json:"log_records"`      // its records the file does not have yet (included above)
 	ExpiredSessions []string  `json:"expired_sessions"` // the next start removes them
 	BrokenEntries   int       `json:"broken_entries"`   // the next start removes them
 	OrphanMessages  int       `json:"orphan_messages"`  // the next start removes them
@@ -61,6 +63,7 @@ type Outbound struct {
 
 func newReport(in *inflight.Inspection, client string) Report {
 	r := Report{Retained: in.Retained, FileSize: in.FileSize, PageSize: in.PageSize, FreePages: in.FreePages,
+		LogBytes: in.LogBytes, LogRecords: in.LogRecords,
 		ExpiredSessions: in.ExpiredSessions, BrokenEntries: in.BrokenEntries, OrphanMessages: in.Orphans,
 		Sessions: []Session{}, SharedGroups: []Group{}, Damaged: []string{}}
 	for _, d := range in.Damage {
@@ -132,6 +135,7 @@ func (r Report) writeText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "sessions: %d\nretained messages: %d\n", len(r.Sessions), r.Retained)
 	fmt.Fprintf(w, "file: %d bytes, %d pages of %d bytes free\n", r.FileSize, r.FreePages, r.PageSize)
+	fmt.Fprintf(w, "log: %d bytes, %d records not yet in the file (counted above)\n", r.LogBytes, r.LogRecords)
 	if len(r.ExpiredSessions)+r.BrokenEntries+r.OrphanMessages > 0 {
 		fmt.Fprintf(w, "the next start removes: expired sessions %s, %d broken entries, %d orphan messages\n",
 			listText(r.ExpiredSessions), r.BrokenEntries, r.OrphanMessages)

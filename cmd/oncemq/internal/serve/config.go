@@ -92,9 +92,9 @@ var options = append([]option{
 		setFile(func(c *config) *string { return &c.TLSKey })},
 	{"tls-client-ca", "ONCEMQ_TLS_CLIENT_CA", "FILE", "", "PEM CA certificates; when set, TLS clients must present a certificate\n" +
 		"signed by one of them (mutual TLS); reloaded on SIGHUP", setFile(func(c *config) *string { return &c.TLSClientCA })},
-	{"data", "ONCEMQ_DATA", "DIR", "./data", "data directory, holding oncemq.db", setDataDir},
-	{"sync", "ONCEMQ_SYNC", "MODE", "always", "always: fsync every commit; none: no fsync, faster, survives a process crash\n" +
-		"but an OS crash or power loss can lose recent commits or corrupt the store", setSync},
+	{"data", "ONCEMQ_DATA", "DIR", "./data", "data directory, holding oncemq.db and its log oncemq.wal", setDataDir},
+	{"sync", "ONCEMQ_SYNC", "MODE", "always", "always: one fdatasync of the log per commit; none: no sync of the log, faster, survives\n" +
+		"a process crash but an OS crash or power loss can lose recent commits or damage the log", setSync},
 	{"log-level", "ONCEMQ_LOG_LEVEL", "LEVEL", "info", "debug, info, warn or error", setLogLevel},
 	{"max-queued", "ONCEMQ_MAX_QUEUED", "N", "10000", "most messages queued per session (offline, or over its Receive Maximum)", setMaxQueued},
 	{"password-file", "ONCEMQ_PASSWORD_FILE", "FILE", "", "password file in mosquitto's format (oncemq passwd, mosquitto_passwd);\n" +

@@ -1,0 +1,176 @@
+package inflight
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// segmentPaths are the two files of the log of the data file at path: oncemq.wal, oncemq.wal.1.
+func segmentPaths(path string) [2]string {
+	p := logPath(path)
+	return [2]string{p, p + ".1"}
+}
+
+func newWriteAhead(path string, noSync bool, opts walOptions) *writeAhead {
+	if opts.openFile == nil {
+		opts.openFile = openLogFile
+	}
+	if opts.maxBytes == 0 {
+		opts.maxBytes = checkpointBytes
+	}
+	if opts.maxRecords == 0 {
+		opts.maxRecords = checkpointRecords
+	}
+	if opts.maxAge == 0 {
+		opts.maxAge = checkpointAfter
+	}
+	w := &writeAhead{noSync: noSync, opts: opts, msgs: make(map[uint64]*Message)}
+	for i, p := range segmentPaths(path) {
+		w.segs[i] = &segment{path: p}
+	}
+	return w
+}
+
+// recoverWithLog is the recovery of Open with the log: the records after the file's log index are
+// replayed into the file in the recovery transaction (synced), then the log is emptied and opened
+// for appending. pre, read from the file alone, is read again when there is something to replay.
+func (j *Journal) recoverWithLog(pre *recovery, now int64) (*Recovered, uint64, error) {
+	w := j.wal
+	index, segs, pending, err := readLogFor(j.db, j.path)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(pending) > 0 {
+		pre = nil
+	}
+	rec, lastSeq, err := j.recoverState(pre, now, pending)
+	if err != nil {
+		return nil, 0, err
+	}
+	if w.opts.onBoltCommit != nil {
+		w.opts.onBoltCommit(j.db)
+	}
+	logSummary(j.log, segs, pending)
+	if len(pending) > 0 {
+		index = pending[len(pending)-1].index
+	}
+	w.index = index
+	for _, s := range w.segs {
+		if s.file, err = w.opts.openFile(s.path); err == nil {
+			err = s.reset() // replayed, or covered by the index: empty it, preallocated
+		}
+		if err != nil {
+			j.closeLog()
+			return nil, 0, fmt.Errorf("open %s: %w", j.path, err)
+		}
+	}
+	return rec, lastSeq, nil
+}
+
+// closeLog closes the segments' files.
+func (j *Journal) closeLog() error {
+	var errs []error
+	for _, s := range j.wal.segs {
+		if s.file != nil {
+			if err := s.file.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("close log %s: %w", s.path, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// readLogFor reads the log index of db and the log of the data file at path: the index, what each
+// segment holds, and the records after the index.
+func readLogFor(db *bolt.DB, path string) (uint64, []*logRead, []logRecord, error) {
+	var index uint64
+	err := guard(func() error {
+		return db.View(func(tx *bolt.Tx) error {
+			var err error
+			index, err = logIndex(tx)
+			return err
+		})
+	})
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	var segs []*logRead
+	for _, p := range segmentPaths(path) {
+		data, err := os.ReadFile(p)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return 0, nil, nil, fmt.Errorf("open %s: read the log: %w", path, err)
+		}
+		l, err := decodeLog(p, data)
+		if err != nil {
+			return 0, nil, nil, err
+		}
+		segs = append(segs, l)
+	}
+	pending, err := pendingRecords(segs, index)
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return index, segs, pending, nil
+}
+
+// logSize is the bytes of records in the log's segments.
+func logSize(segs []*logRead) int64 {
+	var n int64
+	for _, l := range segs {
+		n += l.used
+	}
+	return n
+}
+
+// checkpointLog replays the log of the data file at path into db and empties the log, for the
+// offline commands that rewrite the file (compact): they work on the file alone.
+func checkpointLog(db *bolt.DB, path string, log *slog.Logger) error {
+	_, segs, pending, err := readLogFor(db, path)
+	if err != nil {
+		return err
+	}
+	if len(pending) > 0 {
+		err := guard(func() error {
+			return db.Update(func(tx *bolt.Tx) error { return replayLog(tx, pending) })
+		})
+		if err != nil {
+			return fmt.Errorf("%s: replay the log: %w", path, err)
+		}
+	}
+	logSummary(log, segs, pending)
+	return emptyLog(segs)
+}
+
+// emptyLog empties the log's segments once the data file holds every record of them.
+func emptyLog(segs []*logRead) error {
+	for _, l := range segs {
+		if l.size == 0 {
+			continue
+		}
+		f, err := openLogFile(l.path)
+		if err != nil {
+			return err
+		}
+		s := &segment{path: l.path, file: f}
+		if err := s.reset(); err != nil {
+			_ = f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkpointForCopy has the committer apply the whole log to the file before a copy is read
+// (WriteTo), so that the copy, a bbolt file alone, holds every batch acknowledged before.
+func (j *Journal) checkpointForCopy() error {
+	done := make(chan error, 1)
+	j.submit(submitted{checkpoint: true, done: func(err error) { done <- err }})
+	return <-done
+}
