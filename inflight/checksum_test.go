@@ -511,7 +511,7 @@ func TestRepairTakesTheLog(t *testing.T) {
 			t.Errorf("log segment %s not emptied by the repair", p)
 		}
 	}
-	if _, err := os.Stat(rep.Kept + filepath.Ext(logPath(path))); err != nil {
+	if _, err := os.Stat(logPath(path) + strings.TrimPrefix(rep.Kept, path)); err != nil {
 		t.Errorf("the original log is not kept beside the original file: %v", err)
 	}
 	j2, rec, _ := openTest(t, path, nil)

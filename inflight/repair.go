@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -68,14 +67,15 @@ func Repair(path string, now time.Time) (*Repaired, error) {
 		_ = os.Remove(tmp)
 		return nil, fmt.Errorf("repair %s: the original is untouched: %w", path, err)
 	}
-	rep.Kept = path + ".damaged-" + now.UTC().Format("20060102T150405Z")
+	rep.Kept = path + ".damaged-" + now.UTC().Format("20060102T150405Z") // the log's copies get the same stamp
 	if err := os.Link(path, rep.Kept); err != nil {
 		_ = os.Remove(tmp)
 		return nil, fmt.Errorf("repair %s: keep the original as %s: %w", path, rep.Kept, err)
 	}
+	stamp := now.UTC().Format("20060102T150405Z")
 	for _, l := range segs {
-		if l.size > 0 {
-			if err := copyFile(l.path, rep.Kept+filepath.Ext(l.path)); err != nil {
+		if l.used > 0 {
+			if err := copyFile(l.path, l.path+".damaged-"+stamp); err != nil {
 				_ = os.Remove(tmp)
 				return nil, fmt.Errorf("repair %s: keep the log %s: %w", path, l.path, err)
 			}

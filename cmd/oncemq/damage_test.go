@@ -35,7 +35,10 @@ func TestDamagedPayloadStopsStartThenRepair(t *testing.T) {
 	const n = 50
 	publishQoS1(t, pub, "q", "payload", n) // payloads payload-0 .. payload-49
 	pub.Close()
-	b.Kill()
+	// A clean stop checkpoints the log into the file, where the damage is made below.
+	if _, err := b.Proc().Stop(oncemqtest.ExitTimeout); err != nil {
+		t.Fatalf("stop oncemq: %v", err)
+	}
 
 	file, err := os.ReadFile(path)
 	if err != nil {
