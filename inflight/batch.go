@@ -118,3 +118,16 @@ func (b *Batch) PutRetained(m *Message) {
 func (b *Batch) DeleteRetained(topic string) {
 	b.ops = append(b.ops, op{kind: opDeleteRetained, topic: topic})
 }
+
+// Written returns the messages the batch stores (PutMessage), in order: the bodies a reader of the
+// journal can find before the commit (LoadMessage), here and in a journal that stands in for this
+// one.
+func (b *Batch) Written() []*Message {
+	var msgs []*Message
+	for i := range b.ops {
+		if b.ops[i].kind == opPutMessage {
+			msgs = append(msgs, b.ops[i].msg)
+		}
+	}
+	return msgs
+}

@@ -67,6 +67,7 @@ func (j *Journal) Submit(b *Batch, done func(error)) {
 		}
 		return
 	}
+	j.bodies.submitted(b)
 	j.pending = append(j.pending, s)
 	select {
 	case j.wake <- struct{}{}:
@@ -128,6 +129,9 @@ func (j *Journal) process(round []submitted) {
 		return
 	}
 	if err := j.Err(); err != nil {
+		for _, s := range round {
+			j.bodies.committed(s.batch, false)
+		}
 		j.answer(round, err)
 		return
 	}
@@ -165,6 +169,9 @@ func (j *Journal) process(round []submitted) {
 	if err == nil {
 		j.batches.Add(uint64(len(round) - len(invalid)))
 		j.ops.Add(uint64(ops))
+	}
+	for i, s := range round {
+		j.bodies.committed(s.batch, err == nil && invalid[i] == nil)
 	}
 	for i, s := range round {
 		if e, ok := invalid[i]; ok {

@@ -94,7 +94,9 @@ func guard(fn func() error) (err error) {
 
 // recoveryBuckets are the buckets readState reads, in its order: sessions first, so that every
 // other entry finds its session.
-var recoveryBuckets = [][]byte{bucketSessions, bucketSubs, bucketIn, bucketOut, bucketQueue, bucketMsgs, bucketRetained, bucketDedup}
+// Bodies (bucket msgs) are not read: the index (msgidx) stands for them, unless the file predates it
+// (indexFromBodies).
+var recoveryBuckets = [][]byte{bucketSessions, bucketSubs, bucketIn, bucketOut, bucketQueue, bucketMsgIdx, bucketRetained, bucketDedup}
 
 // recovery is the state of one recovery transaction.
 type recovery struct {
@@ -107,7 +109,9 @@ type recovery struct {
 	expired   map[string]bool              // sessions to delete
 	wills     []ExpiredWill                // wills of the expired sessions
 	touched   []*RecoveredSession          // sessions connected at the crash, disconnected now
-	msgs      map[uint64]*Message          // every message in msgs
+	msgs      map[uint64]*Handle           // every message in msgidx
+	rebuilt   map[uint64]messageIndex      // index records built from msgs, for a file without msgidx
+	indexed   []uint64                     // the keys of msgidx in order, for matchBodies
 	retained  []*Message
 	lastSeq   uint64
 	deletions map[string][][]byte // by bucket: strays, broken references, orphans
@@ -125,14 +129,17 @@ func readState(tx *bolt.Tx, now int64, log *slog.Logger) (*recovery, error) {
 		log:       log,
 		byClient:  make(map[string]*RecoveredSession),
 		expired:   make(map[string]bool),
-		msgs:      make(map[uint64]*Message),
+		msgs:      make(map[uint64]*Handle),
 		deletions: make(map[string][][]byte),
 	}
 	readers := []func(k, v []byte) error{r.readSession, r.readSubscription, r.readInbound, r.readOutbound,
-		r.readQueued, r.readMessage, r.readRetained, r.readDedup}
+		r.readQueued, r.readIndex, r.readRetained, r.readDedup}
 	prog := newProgress(log, time.Now, progressEvery, func() int { return countRecords(tx) })
 	for i, name := range recoveryBuckets {
 		read := readers[i]
+		if indexFromBodies(tx) && bytes.Equal(name, bucketMsgIdx) {
+			name, read = bucketMsgs, r.readBody
+		}
 		b := tx.Bucket(name)
 		if b == nil {
 			continue
@@ -156,8 +163,64 @@ func readState(tx *bolt.Tx, now int64, log *slog.Logger) (*recovery, error) {
 			return nil, err
 		}
 	}
+	if !indexFromBodies(tx) {
+		if err := r.matchBodies(tx); err != nil {
+			return nil, err
+		}
+	}
 	r.resolve()
 	return r, nil
+}
+
+// matchBodies walks the keys of bucket msgs, not their values, alongside the index: a body without
+// an index record is removed, an index record without a body is removed and the entries that refer
+// to it are dropped (resolve, with a warning). Walking the keys also reads every page of the bucket
+// here, where a damaged page is an error that names the file, before bbolt opens it for writing and
+// checks every page where a panic cannot be recovered. The values (the bodies) are not touched.
+func (r *recovery) matchBodies(tx *bolt.Tx) error {
+	b := tx.Bucket(bucketMsgs)
+	if b == nil {
+		return nil
+	}
+	seqs := r.indexed
+	var prev []byte
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if prev != nil && bytes.Compare(prev, k) >= 0 {
+			return corrupt("msgs", k, fmt.Errorf("key out of order after %q", prev))
+		}
+		prev = k
+		if v == nil {
+			return corrupt("msgs", k, fmt.Errorf("nested bucket"))
+		}
+		seq, err := messageSeq(k)
+		if err != nil {
+			return corrupt("msgs", k, err)
+		}
+		for len(seqs) > 0 && seqs[0] < seq {
+			r.bodyMissing(seqs[0])
+			seqs = seqs[1:]
+		}
+		if len(seqs) > 0 && seqs[0] == seq {
+			seqs = seqs[1:]
+			continue
+		}
+		r.log.Warn("inflight: message body without an index record: removed", slog.Uint64("seq", seq))
+		r.deleteKey("msgs", k)
+		r.orphans++
+	}
+	for _, seq := range seqs {
+		r.bodyMissing(seq)
+	}
+	r.indexed = nil
+	return nil
+}
+
+// bodyMissing forgets an index record whose body is not in the file.
+func (r *recovery) bodyMissing(seq uint64) {
+	r.log.Warn("inflight: index record without a message body: removed", slog.Uint64("seq", seq))
+	delete(r.msgs, seq)
+	r.deleteKey("msgidx", seqKey(seq))
 }
 
 // corrupt names the bucket and key of a value that cannot be decoded.
@@ -307,17 +370,64 @@ func (r *recovery) readQueued(k, v []byte) error {
 	return nil
 }
 
-func (r *recovery) readMessage(k, v []byte) error {
-	if len(k) != 8 || binary.BigEndian.Uint64(k) == 0 {
-		return fmt.Errorf("message key is not a sequence")
+// indexFromBodies reports whether the file predates bucket msgidx: msgs has records and msgidx
+// none (a missing bucket, or one that Open has just created). Recovery then reads the bodies
+// once and writes their index.
+func indexFromBodies(tx *bolt.Tx) bool {
+	idx, msgs := tx.Bucket(bucketMsgIdx), tx.Bucket(bucketMsgs)
+	if msgs == nil {
+		return false
 	}
-	m, err := decodeMessage(v)
+	if k, _ := msgs.Cursor().First(); k == nil {
+		return false
+	}
+	if idx == nil {
+		return true
+	}
+	k, _ := idx.Cursor().First()
+	return k == nil
+}
+
+func messageSeq(k []byte) (uint64, error) {
+	if len(k) != 8 || binary.BigEndian.Uint64(k) == 0 {
+		return 0, fmt.Errorf("message key is not a sequence")
+	}
+	return binary.BigEndian.Uint64(k), nil
+}
+
+// readIndex reads one index record: the message as the broker keeps it in memory.
+func (r *recovery) readIndex(k, v []byte) error {
+	seq, err := messageSeq(k)
 	if err != nil {
 		return err
 	}
-	m.Seq = binary.BigEndian.Uint64(k)
-	r.msgs[m.Seq] = m
-	r.lastSeq = max(r.lastSeq, m.Seq)
+	x, err := decodeIndex(v)
+	if err != nil {
+		return err
+	}
+	r.msgs[seq] = x.handle(seq)
+	r.indexed = append(r.indexed, seq)
+	r.lastSeq = max(r.lastSeq, seq)
+	return nil
+}
+
+// readBody reads one body of a file without msgidx and notes the index record to write.
+func (r *recovery) readBody(k, v []byte) error {
+	seq, err := messageSeq(k)
+	if err != nil {
+		return err
+	}
+	m, err := decodeBody(v)
+	if err != nil {
+		return err
+	}
+	x := indexOf(m)
+	if r.rebuilt == nil {
+		r.rebuilt = make(map[uint64]messageIndex)
+	}
+	r.rebuilt[seq] = x
+	r.msgs[seq] = x.handle(seq)
+	r.lastSeq = max(r.lastSeq, seq)
 	return nil
 }
 
@@ -376,7 +486,9 @@ func (r *recovery) resolve() {
 	for seq := range r.msgs {
 		if !referenced[seq] {
 			r.deleteKey("msgs", seqKey(seq))
+			r.deleteKey("msgidx", seqKey(seq))
 			delete(r.msgs, seq)
+			delete(r.rebuilt, seq)
 			r.orphans++
 		}
 	}
@@ -396,6 +508,11 @@ func (r *recovery) cleanUp(tx *bolt.Tx) error {
 	for clientID := range r.expired {
 		if err := bk.deleteSession(clientID); err != nil {
 			return fmt.Errorf("delete expired session %q: %w", clientID, err)
+		}
+	}
+	for seq, x := range r.rebuilt {
+		if err := bk.msgidx.Put(seqKey(seq), encodeIndex(x)); err != nil {
+			return fmt.Errorf("write the index of message %d: %w", seq, err)
 		}
 	}
 	for bucket, keys := range r.deletions {

@@ -1,6 +1,7 @@
 package inflight
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -57,6 +58,7 @@ func Open(path string, opts *Options) (*Journal, *Recovered, error) {
 		log:      o.Logger,
 		onFail:   o.OnFail,
 		onCommit: o.OnCommit,
+		bodies:   bodies{unwritten: make(map[uint64]unwritten), cache: newBodyCache(cmp.Or(o.MessageCache, DefaultMessageCache))},
 		wake:     make(chan struct{}, 1),
 		stopped:  make(chan struct{}),
 	}

@@ -20,6 +20,7 @@ type Metrics struct {
 	// queue, or the retained messages, had no room (RefuseWhenFull).
 	QueueFullRefused atomic.Uint64
 	RetainedFull     atomic.Uint64 // QoS 0 messages routed but not retained: retained messages at their limit
+	Unreadable       atomic.Uint64 // queued or in-flight messages dropped: their body could not be read from the file
 }
 
 // DropReason says why a message was not delivered to a session it was meant for.
@@ -33,6 +34,9 @@ const (
 	// RetainedFull: a QoS 0 message was routed but not retained, as the retained messages are at
 	// their limit (Options.MaxRetained, MaxRetainedBytes); the client id is "".
 	RetainedFull DropReason = "retained-full"
+	// Unreadable: the body of a queued or in-flight message could not be read from the file (an
+	// I/O error, damage); the topic is "".
+	Unreadable DropReason = "unreadable"
 )
 
 // dropped counts a message not delivered to clientID and tells Options.OnDrop. Caller holds b.mu.
@@ -46,6 +50,8 @@ func (b *Broker) dropped(clientID, topic string, why DropReason) {
 		b.Metrics.TooLarge.Add(1)
 	case RetainedFull:
 		b.Metrics.RetainedFull.Add(1)
+	case Unreadable:
+		b.Metrics.Unreadable.Add(1)
 	}
 	if b.opts.OnDrop != nil {
 		b.opts.OnDrop(clientID, topic, why)

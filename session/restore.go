@@ -43,7 +43,7 @@ func (b *Broker) restore(rec *inflight.Recovered) {
 		for _, o := range rs.Outbound {
 			e := &inflight.OutboundEntry{OutboundRecord: o}
 			if o.State == inflight.PublishSent {
-				e.Msg = rec.Messages[o.MsgSeq]
+				e.Msg = rec.Messages[o.MsgSeq] // the body stays in the file until it is sent
 				s.hold(e.Msg)
 			}
 			s.outbound.Add(e)
@@ -51,6 +51,7 @@ func (b *Broker) restore(rec *inflight.Recovered) {
 		}
 		for _, q := range rs.Queue {
 			s.queue = append(s.queue, &queued{order: q.Order, qos: q.QoS, msg: rec.Messages[q.MsgSeq], subIDs: q.SubIDs, retain: q.Retain})
+			// No body: it is read from the file when it is sent (Broker.body).
 			s.hold(rec.Messages[q.MsgSeq])
 			s.order = max(s.order, q.Order)
 		}
