@@ -111,6 +111,9 @@ func (j *Journal) LoadMessage(seq uint64) (*Message, error) {
 		return nil, fmt.Errorf("load message %d from %s: %w", seq, j.path, err)
 	}
 	j.bodies.keep(seq, m)
+	if j.mapped.add(len(m.Payload)) {
+		j.releaseMapped()
+	}
 	return m, nil
 }
 

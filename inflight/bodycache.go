@@ -2,10 +2,13 @@ package inflight
 
 import "container/list"
 
-// DefaultMessageCache is the default size of the body cache, in bytes: enough for the bodies of a
-// few thousand typical messages to a reconnecting session without reading the file, small next to
-// what queued bodies took in memory before they moved to the file.
-const DefaultMessageCache = 64 << 20
+// DefaultMessageCache is the default size of the body cache, in bytes: the bodies of some 30,000
+// messages of 1 KiB, or 60 of 512 KiB, that a session reconnecting soon after they were published
+// gets without reading the file. Not more: Go's collector lets the heap grow to about twice what is
+// live, so a full cache of C bytes can cost 2C of resident memory, and an idle broker holding
+// 1,500 x 512 KiB queued messages must stay under 128 MiB. A bigger cache saves reads only for
+// sessions that reconnect later than that, which read their bodies once anyway.
+const DefaultMessageCache = 32 << 20
 
 // cacheOverhead is what a cached body costs besides its topic and payload: the Message, its list
 // element and its map entry, roughly.

@@ -170,8 +170,17 @@ func (j *Journal) process(round []submitted) {
 		j.batches.Add(uint64(len(round) - len(invalid)))
 		j.ops.Add(uint64(ops))
 	}
+	written := 0
 	for i, s := range round {
 		j.bodies.committed(s.batch, err == nil && invalid[i] == nil)
+		if s.batch != nil {
+			for _, m := range s.batch.Written() {
+				written += len(m.Payload)
+			}
+		}
+	}
+	if err == nil && j.mapped.add(written) {
+		j.releaseMapped()
 	}
 	for i, s := range round {
 		if e, ok := invalid[i]; ok {

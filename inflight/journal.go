@@ -86,7 +86,8 @@ type Journal struct {
 
 	onFail func(error) // Options.OnFail
 
-	bodies bodies // bodies of unwritten batches and the body cache
+	bodies bodies      // bodies of unwritten batches and the body cache
+	mapped mappedBytes // body bytes through the memory map since the last releaseMapped
 
 	mu         sync.Mutex  // guards following
 	pending    []submitted // submitted, not yet taken by the committer

@@ -68,6 +68,7 @@ func Open(path string, opts *Options) (*Journal, *Recovered, error) {
 		return nil, nil, err
 	}
 	j.seq.Store(lastSeq)
+	j.releaseMapped() // the pages recovery and bbolt's open walked
 	go j.run()
 	return j, rec, nil
 }

@@ -24,7 +24,7 @@ type Options struct {
 	NoSync bool
 	// MessageCache bounds the bytes of message bodies kept in memory for sessions that leave them
 	// in the file (durable sessions while offline, and every session after a restart until it sends
-	// them); default 64 MiB. Bodies of messages being fanned out, of sessions that are connected or
+	// them); default 32 MiB. Bodies of messages being fanned out, of sessions that are connected or
 	// not durable, and of commits under way are kept besides (MaxQueuedBytes bounds the first per
 	// session).
 	MessageCache int64

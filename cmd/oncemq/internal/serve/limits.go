@@ -41,7 +41,7 @@ func (l limits) apply(o *mqtt.Options) {
 
 // limitOptions are the rows of options for the limits.
 var limitOptions = []option{
-	{"message-cache", "ONCEMQ_MESSAGE_CACHE", "BYTES", "64MiB", "most bytes of message bodies kept in memory once they are in the file\n" +
+	{"message-cache", "ONCEMQ_MESSAGE_CACHE", "BYTES", "32MiB", "most bytes of message bodies kept in memory once they are in the file\n" +
 		"(queued for offline sessions, or read back to be sent)",
 		bytesSetter(func(c *config, n int64) { c.Limits.MessageCache = n })},
 	{"max-queued-bytes", "ONCEMQ_MAX_QUEUED_BYTES", "BYTES", "64MiB", "most bytes of message bodies a session holds, queued or in flight",
