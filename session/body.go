@@ -8,8 +8,9 @@ import (
 
 // body returns the body of a queued or in-flight message about to be sent: pinned, the one the
 // entry holds, or the journal's, from its cache or read from the file. The read happens here,
-// under b.mu: the file is a memory map and a read is a B+tree lookup there, which ARCHITECTURE's
-// "Message bodies" measures; reading outside the lock would let the entry change meanwhile.
+// under b.mu: the file is a memory map and a read is a B+tree lookup there, which
+// docs/ARCHITECTURE.md "Message bodies" measures; reading outside the lock would let the entry
+// change meanwhile.
 //
 // A body that cannot be read (an I/O error, damage) cannot be delivered by anyone: it is logged
 // with what was lost, counted (Unreadable) and nil is returned; the caller drops the entry as if
