@@ -112,6 +112,7 @@ type recovery struct {
 	msgs      map[uint64]*Handle           // every message in msgidx
 	rebuilt   map[uint64]messageIndex      // index records built from msgs, for a file without msgidx
 	indexed   []uint64                     // the keys of msgidx in order, for matchBodies
+	handles   []Handle                     // the rest of the chunk readIndex takes handles from
 	retained  []*Message
 	lastSeq   uint64
 	deletions map[string][][]byte // by bucket: strays, broken references, orphans
@@ -395,6 +396,9 @@ func messageSeq(k []byte) (uint64, error) {
 	return binary.BigEndian.Uint64(k), nil
 }
 
+// handleChunk is how many Handles recovery allocates at once.
+const handleChunk = 1024
+
 // readIndex reads one index record: the message as the broker keeps it in memory.
 func (r *recovery) readIndex(k, v []byte) error {
 	seq, err := messageSeq(k)
@@ -405,7 +409,13 @@ func (r *recovery) readIndex(k, v []byte) error {
 	if err != nil {
 		return err
 	}
-	r.msgs[seq] = x.handle(seq)
+	if len(r.handles) == 0 {
+		r.handles = make([]Handle, handleChunk) // one allocation for many: start-up time and memory
+	}
+	h := &r.handles[0]
+	r.handles = r.handles[1:]
+	*h = Handle{Seq: seq, ExpiresAt: x.expiresAt, Payload: x.payloadLen, Topic: x.topicLen}
+	r.msgs[seq] = h
 	r.indexed = append(r.indexed, seq)
 	r.lastSeq = max(r.lastSeq, seq)
 	return nil

@@ -49,9 +49,14 @@ func (b *Broker) restore(rec *inflight.Recovered) {
 			s.outbound.Add(e)
 			s.order = max(s.order, o.Order)
 		}
-		for _, q := range rs.Queue {
-			s.queue = append(s.queue, &queued{order: q.Order, qos: q.QoS, msg: rec.Messages[q.MsgSeq], subIDs: q.SubIDs, retain: q.Retain})
-			// No body: it is read from the file when it is sent (Broker.body).
+		// One allocation for the whole queue, not one per entry: a million queued messages are
+		// restored in less time and memory. No body: it is read from the file when it is sent
+		// (Broker.body).
+		entries := make([]queued, len(rs.Queue))
+		s.queue = make([]*queued, len(rs.Queue))
+		for i, q := range rs.Queue {
+			entries[i] = queued{order: q.Order, qos: q.QoS, msg: rec.Messages[q.MsgSeq], subIDs: q.SubIDs, retain: q.Retain}
+			s.queue[i] = &entries[i]
 			s.hold(rec.Messages[q.MsgSeq])
 			s.order = max(s.order, q.Order)
 		}
