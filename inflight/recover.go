@@ -136,6 +136,11 @@ func readState(tx *bolt.Tx, now int64, log *slog.Logger) (*recovery, error) {
 	readers := []func(k, v []byte) error{r.readSession, r.readSubscription, r.readInbound, r.readOutbound,
 		r.readQueued, r.readIndex, r.readRetained, r.readDedup}
 	prog := newProgress(log, time.Now, progressEvery, func() int { return countRecords(tx) })
+	if idx := tx.Bucket(bucketMsgIdx); idx != nil {
+		// Sized once: a million messages would otherwise grow the map some twenty times. Stats
+		// reads the page headers only.
+		r.msgs = make(map[uint64]*Handle, idx.Stats().KeyN)
+	}
 	for i, name := range recoveryBuckets {
 		read := readers[i]
 		if indexFromBodies(tx) && bytes.Equal(name, bucketMsgIdx) {
@@ -456,7 +461,6 @@ func (r *recovery) readRetained(k, v []byte) error {
 // resolve counts the references to each message, drops the entries whose message is missing, and
 // marks the unreferenced messages for deletion.
 func (r *recovery) resolve() {
-	referenced := make(map[uint64]bool)
 	ref := func(s *RecoveredSession, bucket string, key []byte, seq uint64) bool {
 		m := r.msgs[seq]
 		if m == nil {
@@ -467,7 +471,6 @@ func (r *recovery) resolve() {
 			return false
 		}
 		m.Ref()
-		referenced[seq] = true
 		return true
 	}
 	for _, s := range r.sessions {
@@ -493,8 +496,8 @@ func (r *recovery) resolve() {
 		r.outbound += len(s.Outbound)
 		r.queued += len(s.Queue)
 	}
-	for seq := range r.msgs {
-		if !referenced[seq] {
+	for seq, m := range r.msgs {
+		if m.refs.Load() == 0 { // no entry referred to it (counted above)
 			r.deleteKey("msgs", seqKey(seq))
 			r.deleteKey("msgidx", seqKey(seq))
 			delete(r.msgs, seq)

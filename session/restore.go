@@ -55,9 +55,10 @@ func (b *Broker) restore(rec *inflight.Recovered) {
 		entries := make([]queued, len(rs.Queue))
 		s.queue = make([]*queued, len(rs.Queue))
 		for i, q := range rs.Queue {
-			entries[i] = queued{order: q.Order, qos: q.QoS, msg: rec.Messages[q.MsgSeq], subIDs: q.SubIDs, retain: q.Retain}
+			m := rec.Messages[q.MsgSeq]
+			entries[i] = queued{order: q.Order, qos: q.QoS, msg: m, subIDs: q.SubIDs, retain: q.Retain}
 			s.queue[i] = &entries[i]
-			s.hold(rec.Messages[q.MsgSeq])
+			s.hold(m)
 			s.order = max(s.order, q.Order)
 		}
 		b.sessions[s.ClientID] = s
