@@ -49,11 +49,12 @@ func (bs *bodies) submitted(b *Batch) {
 }
 
 // committed moves the bodies b wrote from unwritten to the cache and forgets those it deleted,
-// in b's order. It runs on the committer after b's commit, or after b was refused (the bodies are
-// then not in the file, and no one holds a reference that needs them).
-func (bs *bodies) committed(b *Batch, stored bool) {
+// in b's order, and returns the payload bytes b wrote. It runs on the committer after b's commit,
+// or after b was refused (the bodies are then not in the file, and no one holds a reference that
+// needs them).
+func (bs *bodies) committed(b *Batch, stored bool) (written int) {
 	if b == nil {
-		return
+		return 0
 	}
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
@@ -67,11 +68,13 @@ func (bs *bodies) committed(b *Batch, stored bool) {
 			}
 			if stored {
 				bs.cache.put(o.seq, o.msg)
+				written += len(o.msg.Payload)
 			}
 		case opDeleteMessage:
 			bs.cache.remove(o.seq)
 		}
 	}
+	return written
 }
 
 // lookup returns the body of seq from memory, if it is there.

@@ -172,12 +172,7 @@ func (j *Journal) process(round []submitted) {
 	}
 	written := 0
 	for i, s := range round {
-		j.bodies.committed(s.batch, err == nil && invalid[i] == nil)
-		if s.batch != nil {
-			for _, m := range s.batch.Written() {
-				written += len(m.Payload)
-			}
-		}
+		written += j.bodies.committed(s.batch, err == nil && invalid[i] == nil)
 	}
 	if err == nil && j.mapped.add(written) {
 		j.releaseMapped()
