@@ -119,9 +119,8 @@ func (b *Batch) DeleteRetained(topic string) {
 	b.ops = append(b.ops, op{kind: opDeleteRetained, topic: topic})
 }
 
-// Written returns the messages the batch stores (PutMessage), in order: the bodies a reader of the
-// journal can find before the commit (LoadMessage), here and in a journal that stands in for this
-// one.
+// Written returns the messages the batch stores (PutMessage), in order. Any other implementation of
+// session.Journal needs it: its LoadMessage must return the bodies of the batches it was given.
 func (b *Batch) Written() []*Message {
 	var msgs []*Message
 	for i := range b.ops {
