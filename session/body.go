@@ -44,7 +44,8 @@ func (b *Broker) topicOf(q *queued) string {
 
 // pinAll reads into memory the bodies of every message s holds, before s stops being durable: from
 // then on nothing keeps them in the file. An entry whose body cannot be read is dropped (body),
-// its durable reference released while s still counts as durable. Caller holds b.mu.
+// its durable reference released while s still counts as durable; its record goes with the
+// session's (forget, which follows, deletes them all). Caller holds b.mu.
 func (b *Broker) pinAll(batch *inflight.Batch, s *Session) {
 	unref := func(m *inflight.Handle) {
 		if m.Unref() {
