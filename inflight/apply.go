@@ -15,7 +15,7 @@ var ErrInvalidBatch = errors.New("inflight: invalid batch")
 
 // buckets holds the buckets of one write transaction.
 type buckets struct {
-	sessions, subs, in, out, queue, msgs, retained, dedup, shared *bolt.Bucket
+	sessions, subs, in, out, queue, msgs, msgidx, retained, dedup, shared *bolt.Bucket
 }
 
 func txBuckets(tx *bolt.Tx) (buckets, error) {
@@ -26,11 +26,12 @@ func txBuckets(tx *bolt.Tx) (buckets, error) {
 		out:      tx.Bucket(bucketOut),
 		queue:    tx.Bucket(bucketQueue),
 		msgs:     tx.Bucket(bucketMsgs),
+		msgidx:   tx.Bucket(bucketMsgIdx),
 		retained: tx.Bucket(bucketRetained),
 		dedup:    tx.Bucket(bucketDedup),
 		shared:   tx.Bucket(bucketShared),
 	}
-	for _, b := range []*bolt.Bucket{bk.sessions, bk.subs, bk.in, bk.out, bk.queue, bk.msgs, bk.retained, bk.dedup, bk.shared} {
+	for _, b := range []*bolt.Bucket{bk.sessions, bk.subs, bk.in, bk.out, bk.queue, bk.msgs, bk.msgidx, bk.retained, bk.dedup, bk.shared} {
 		if b == nil {
 			return bk, errors.New("bucket missing")
 		}
@@ -173,9 +174,15 @@ func (bk buckets) apply(o *op) error {
 		if err != nil {
 			return err
 		}
-		return put(bk.msgs, bucketMsgs, seqKey(o.seq), v)
+		if err := put(bk.msgs, bucketMsgs, seqKey(o.seq), v); err != nil {
+			return err
+		}
+		return put(bk.msgidx, bucketMsgIdx, seqKey(o.seq), encodeIndex(indexOf(o.msg)))
 	case opDeleteMessage:
-		return bk.msgs.Delete(seqKey(o.seq))
+		if err := bk.msgs.Delete(seqKey(o.seq)); err != nil {
+			return err
+		}
+		return bk.msgidx.Delete(seqKey(o.seq))
 	case opPutRetained:
 		v, err := encodeMessage(o.msg)
 		if err != nil {

@@ -121,3 +121,15 @@ func (b *Batch) PutRetained(m *Message) {
 func (b *Batch) DeleteRetained(topic string) {
 	b.ops = append(b.ops, op{kind: opDeleteRetained, topic: topic})
 }
+
+// Written returns the messages the batch stores (PutMessage), in order. Any other implementation of
+// session.Journal needs it: its LoadMessage must return the bodies of the batches it was given.
+func (b *Batch) Written() []*Message {
+	var msgs []*Message
+	for i := range b.ops {
+		if b.ops[i].kind == opPutMessage {
+			msgs = append(msgs, b.ops[i].msg)
+		}
+	}
+	return msgs
+}

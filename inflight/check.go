@@ -102,7 +102,7 @@ func (c *checker) outboundState(id string, e OutboundRecord) {
 }
 
 // messages checks that the referenced messages are there with the right counts, and only they.
-func (c *checker) messages(msgs map[uint64]*Message) {
+func (c *checker) messages(msgs map[uint64]*Handle) {
 	for seq, n := range c.refs {
 		m := msgs[seq]
 		if m == nil {

@@ -7,10 +7,10 @@ import (
 
 // check finds every kind of broken invariant, each named, and passes a sound state.
 func TestCheckReportsEveryBrokenInvariant(t *testing.T) {
-	counted := func(seq uint64, refs int32) *Message {
-		m := &Message{Seq: seq, Topic: "t"}
-		m.refs.Store(refs)
-		return m
+	counted := func(seq uint64, refs int32) *Handle {
+		h := &Handle{Seq: seq, Topic: 1}
+		h.refs.Store(refs)
+		return h
 	}
 	sound := &Recovered{
 		Sessions: []RecoveredSession{{
@@ -19,7 +19,7 @@ func TestCheckReportsEveryBrokenInvariant(t *testing.T) {
 			Outbound: []OutboundRecord{{PacketID: 1, State: PublishSent, Order: 1, MsgSeq: 5}, {PacketID: 2, State: PubrelSent, Order: 2}},
 			Queue:    []QueuedRecord{{Order: 3, MsgSeq: 5}},
 		}},
-		Messages: map[uint64]*Message{5: counted(5, 2)},
+		Messages: map[uint64]*Handle{5: counted(5, 2)},
 	}
 	if err := sound.Check(); err != nil {
 		t.Fatalf("sound state: %v", err)
@@ -41,7 +41,7 @@ func TestCheckReportsEveryBrokenInvariant(t *testing.T) {
 			{Record: SessionRecord{ClientID: "c"}},
 			{Record: SessionRecord{ClientID: ""}},
 		},
-		Messages: map[uint64]*Message{5: counted(5, 1), 8: counted(9, 0)},
+		Messages: map[uint64]*Handle{5: counted(5, 1), 8: counted(9, 0)},
 	}
 	err := broken.Check()
 	if err == nil {

@@ -53,20 +53,45 @@ func payloadOf(i int) string {
 }
 
 // intactPayloads checks that every message rec delivers to "sub" has the payload it was written
-// with, and returns the orders (1 for the outbound entry) it delivers.
-func intactPayloads(t *testing.T, rec *Recovered) []uint64 {
+// with, its body read through j as a broker reads it to send it, and returns the orders (1 for the
+// outbound entry) it delivers. A body that cannot be read is an error here.
+func intactPayloads(t *testing.T, j *Journal, rec *Recovered) []uint64 {
+	t.Helper()
+	orders, unreadable := deliverable(t, j, rec)
+	if len(unreadable) > 0 {
+		t.Errorf("orders %v: bodies unreadable", unreadable)
+	}
+	return orders
+}
+
+// deliverable reads the body of every message rec delivers to "sub" through j: it returns the
+// orders whose body has the payload it was written with, and those whose body is refused as
+// damage (ErrCorrupt naming bucket msgs and the message). A body read back with another payload is
+// an error: that is what a broker would deliver.
+func deliverable(t *testing.T, j *Journal, rec *Recovered) (intact, unreadable []uint64) {
 	t.Helper()
 	s := session(rec, "sub")
 	if s == nil {
 		t.Fatal("session sub not recovered")
 	}
-	var orders []uint64
 	check := func(order, seq uint64) {
-		m := rec.Messages[seq]
-		if want := payloadOf(int(order - 1)); m == nil || string(m.Payload) != want {
+		if rec.Messages[seq] == nil {
+			t.Errorf("order %d: message %d not recovered", order, seq)
+			return
+		}
+		m, err := j.LoadMessage(seq)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "bucket msgs key") ||
+				!strings.Contains(err.Error(), fmt.Sprintf("bucket msgs key %q (message %d)", seqKey(seq), seq)) {
+				t.Errorf("order %d: LoadMessage(%d) = %v, want ErrCorrupt naming bucket msgs and the seq", order, seq, err)
+			}
+			unreadable = append(unreadable, order)
+			return
+		}
+		if want := payloadOf(int(order - 1)); string(m.Payload) != want {
 			t.Errorf("order %d: message %d delivered as %+v, want payload %q", order, seq, m, want)
 		}
-		orders = append(orders, order)
+		intact = append(intact, order)
 	}
 	for _, e := range s.Outbound {
 		check(e.Order, e.MsgSeq)
@@ -74,7 +99,7 @@ func intactPayloads(t *testing.T, rec *Recovered) []uint64 {
 	for _, q := range s.Queue {
 		check(q.Order, q.MsgSeq)
 	}
-	return orders
+	return intact, unreadable
 }
 
 // copyTo writes content to a new oncemq.db and returns its path.
@@ -90,13 +115,15 @@ func copyTo(t *testing.T, content []byte) string {
 // TestOpenBitFlipsInDataPages flips 20 random bits in the data pages of a file holding 300 queued
 // QoS 2 messages, which a broker without checksums started on and delivered 11 to 13 corrupted
 // payloads from (storage v2 issue). Open now either fails naming the file, or recovers every
-// message as it was written; a file refused with a DamageError is repaired, and the repaired file
-// recovers every message but those Repair gave up.
+// message, each body read back either as it was written or refused as damage (start-up reads no
+// body: a damaged one is found when it is read to be sent); a file refused with a DamageError, or
+// with a damaged body, is repaired, and the repaired file recovers every message but those Repair
+// gave up, every body intact.
 func TestOpenBitFlipsInDataPages(t *testing.T) {
 	_, good := queuedStore(t, 300)
 	const page = 4096
 	branch := branchPages(t, good, page)
-	var refused, damaged, clean int
+	var refused, damaged, bodies, clean int
 	for seed := range uint64(40) {
 		rng := rand.New(rand.NewPCG(seed, 11))
 		file := bytes.Clone(good)
@@ -111,22 +138,34 @@ func TestOpenBitFlipsInDataPages(t *testing.T) {
 		path := copyTo(t, file)
 		j, rec, err := Open(path, &Options{Logger: testLogger(&logBuffer{})})
 		if err == nil {
-			if got := intactPayloads(t, rec); len(got) != 300 {
-				t.Errorf("seed %d: Open started with %d of 300 messages and no error", seed, len(got))
+			got, bad := deliverable(t, j, rec)
+			if len(got)+len(bad) != 300 {
+				t.Errorf("seed %d: Open started with %d of 300 messages and no error", seed, len(got)+len(bad))
 			}
 			j.Close()
-			clean++
-			continue
+			if len(bad) == 0 {
+				clean++
+				continue
+			}
+			bodies++ // damaged bodies only: found when read, and by Inspect and Repair
+			in, err := Inspect(path, time.Now().UnixNano())
+			if err != nil {
+				t.Fatalf("seed %d: Inspect: %v", seed, err)
+			}
+			if n := countBucket(in.Damage, "msgs"); n < len(bad) {
+				t.Errorf("seed %d: %d bodies unreadable, Inspect lists %d damaged bodies: %v", seed, len(bad), n, in.Damage)
+			}
+		} else {
+			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) {
+				t.Errorf("seed %d: err = %v, want ErrCorrupt naming %s", seed, err, path)
+			}
+			var de *DamageError
+			if !errors.As(err, &de) {
+				refused++ // bbolt itself could not read a page: nothing to repair record by record
+				continue
+			}
+			damaged++
 		}
-		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) {
-			t.Errorf("seed %d: err = %v, want ErrCorrupt naming %s", seed, err, path)
-		}
-		var de *DamageError
-		if !errors.As(err, &de) {
-			refused++ // bbolt itself could not read a page: nothing to repair record by record
-			continue
-		}
-		damaged++
 		rep, err := Repair(path, time.Unix(1_800_000_000, 0))
 		if err != nil {
 			t.Errorf("seed %d: Repair: %v", seed, err)
@@ -135,11 +174,21 @@ func TestOpenBitFlipsInDataPages(t *testing.T) {
 		// Each delivery given up is one queue or out record in the list: damaged (its key may
 		// be damaged too, so the order it names is not trusted), or depending on a damaged or
 		// missing message.
-		lost := 0
+		lost, lostOut, queueGone := 0, 0, false
 		for _, d := range rep.GivenUp {
 			if (d.Bucket == "queue" || d.Bucket == "out") && d.Key != nil { // a bucket-level line is no delivery
 				lost++
+				if d.Bucket == "out" {
+					lostOut++
+				}
 			}
+			// The queue bucket's name and its root both damaged: no record names it any more,
+			// and repair says the whole queue is lost.
+			queueGone = queueGone || d.Bucket == "queue" && d.Key == nil && strings.HasPrefix(d.Problem, "missing")
+		}
+		want := 300 - lost
+		if queueGone {
+			want = 1 - lostOut
 		}
 		j, rec, err = Open(path, &Options{Logger: testLogger(&logBuffer{})})
 		if err != nil {
@@ -154,15 +203,26 @@ func TestOpenBitFlipsInDataPages(t *testing.T) {
 			if !slices.ContainsFunc(rep.GivenUp, func(d Damage) bool { return d.Bucket == "sessions" }) {
 				t.Errorf("seed %d: session sub lost, but Repair did not say so: %v", seed, rep.GivenUp)
 			}
-		} else if got := intactPayloads(t, rec); len(got) != 300-lost {
-			t.Errorf("seed %d: after Repair, %d messages delivered, want the %d not given up:\n%v", seed, len(got), 300-lost, rep.GivenUp)
+		} else if got := intactPayloads(t, j, rec); len(got) != want {
+			t.Errorf("seed %d: after Repair, %d messages delivered, want the %d not given up:\n%v", seed, len(got), want, rep.GivenUp)
 		}
 		j.Close()
 	}
-	t.Logf("40 files with 20 flipped bits: %d refused by bbolt, %d refused with a list of damaged records, %d intact (flips in free space)", refused, damaged, clean)
-	if damaged == 0 {
-		t.Error("no flip was found by a checksum: the test damaged nothing the checksums guard")
+	t.Logf("40 files with 20 flipped bits: %d refused by bbolt, %d refused with a list of damaged records, %d with damaged bodies only, %d intact (flips in free space)", refused, damaged, bodies, clean)
+	if damaged == 0 || bodies == 0 {
+		t.Error("no flip was found by a checksum at start-up, or none in a body only: the test damaged nothing the checksums guard")
 	}
+}
+
+// countBucket counts the damaged records of bucket in ds, those that depend on damage left out.
+func countBucket(ds []Damage, bucket string) int {
+	n := 0
+	for _, d := range ds {
+		if d.Bucket == bucket && !d.Dependent {
+			n++
+		}
+	}
+	return n
 }
 
 // storedAt returns the offsets in file of the value stored under key in bucket (bbolt writes a leaf
@@ -203,9 +263,12 @@ func storedAt(t *testing.T, path string, file []byte, bucket, key []byte) ([]int
 	return at, n
 }
 
-// One flipped byte in a record (a payload, an index record of in, out or queue, a session, a
-// retained message, meta/format) stops Open with a DamageError that names the bucket, the key and
-// what it belonged to, and changes nothing in the file. [guard: unseal's comparison]
+// One flipped byte in a record (an index record of msgidx, in, out or queue, a session, a retained
+// message, meta/format) stops Open with a DamageError that names the bucket, the key and what it
+// belonged to, and changes nothing in the file. A flipped byte in a payload does not stop Open,
+// which reads no body: the body is refused when it is read (LoadMessage), naming bucket msgs, the
+// key and the seq, and Inspect lists it with the entry that depends on it. [guard: unseal's
+// comparison]
 func TestOpenFlippedByteInRecord(t *testing.T) {
 	src, good := queuedStore(t, 20)
 	j, _, err := Open(src, &Options{Logger: testLogger(&logBuffer{})})
@@ -230,6 +293,11 @@ func TestOpenFlippedByteInRecord(t *testing.T) {
 			`bucket msgs key "\x00\x00\x00\x00\x00\x00\x00\x05" (message 5): checksum mismatch`,
 			`depends on damage: bucket queue key "sub\x00\x00\x00\x00\x00\x00\x00\x00\x05" (client "sub", queue order 5, message 5): refers to message 5, which is damaged`,
 			"1 damaged records and 1 records that depend on them"}},
+		{"index", bucketMsgIdx, seqKey(5), func(n int) int { return 3 }, []string{
+			`bucket msgidx key "\x00\x00\x00\x00\x00\x00\x00\x05" (message 5): checksum mismatch`,
+			`depends on damage: bucket msgs key "\x00\x00\x00\x00\x00\x00\x00\x05" (message 5): its index record is damaged`,
+			`depends on damage: bucket queue key "sub\x00\x00\x00\x00\x00\x00\x00\x00\x05" (client "sub", queue order 5, message 5): refers to message 5, which is damaged`,
+			"1 damaged records and 2 records that depend on them"}},
 		{"outbound", bucketOut, packetIDKey("sub", 1), func(n int) int { return 12 }, []string{
 			`bucket out key "sub\x00\x00\x01" (client "sub", packet id 1): checksum mismatch`, "1 damaged records "}},
 		{"queue", bucketQueue, orderKey("sub", 7), func(n int) int { return 4 }, []string{
@@ -255,6 +323,10 @@ func TestOpenFlippedByteInRecord(t *testing.T) {
 				file[i+tt.at(n)] ^= 0x10
 			}
 			path := copyTo(t, file)
+			if bytes.Equal(tt.bucket, bucketMsgs) {
+				damagedBody(t, path, file, tt.want)
+				return
+			}
 			_, _, err := Open(path, &Options{Logger: testLogger(&logBuffer{})})
 			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("Open = %v, want ErrCorrupt", err)
@@ -268,6 +340,48 @@ func TestOpenFlippedByteInRecord(t *testing.T) {
 				t.Errorf("the refused file changed (%v)", err)
 			}
 		})
+	}
+}
+
+// damagedBody checks a file whose only damage is the body of message 5: Inspect lists it (want,
+// but for the count line) and changes nothing, Open starts, and LoadMessage refuses that body
+// alone, naming the bucket, the key and the seq.
+func damagedBody(t *testing.T, path string, file []byte, want []string) {
+	t.Helper()
+	in, err := Inspect(path, time.Now().UnixNano())
+	if err != nil {
+		t.Fatalf("Inspect: %v", err)
+	}
+	var lines []string
+	for _, d := range in.Damage {
+		lines = append(lines, d.String())
+	}
+	listed := strings.Join(lines, "\n")
+	for _, w := range want[:len(want)-1] {
+		if w = strings.TrimPrefix(w, "depends on damage: "); !strings.Contains(listed, w) {
+			t.Errorf("Inspect does not list %q:\n%s", w, listed)
+		}
+	}
+	if len(lines) != 2 {
+		t.Errorf("Inspect lists %d records, want 2:\n%s", len(lines), listed)
+	}
+	if after, err := os.ReadFile(path); err != nil || !bytes.Equal(after, file) {
+		t.Errorf("Inspect changed the file (%v)", err)
+	}
+	j, rec, err := Open(path, &Options{Logger: testLogger(&logBuffer{})})
+	if err != nil {
+		t.Fatalf("Open = %v, want a start (no body is read at start-up)", err)
+	}
+	defer j.Close()
+	_, err = j.LoadMessage(5)
+	for _, w := range []string{`bucket msgs key "\x00\x00\x00\x00\x00\x00\x00\x05" (message 5)`, "checksum mismatch"} {
+		if err == nil || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), w) {
+			t.Errorf("LoadMessage(5) = %v, want ErrCorrupt with %q", err, w)
+		}
+	}
+	got, bad := deliverable(t, j, rec)
+	if len(got) != 19 || !slices.Equal(bad, []uint64{5}) {
+		t.Errorf("bodies intact for orders %v, unreadable %v; want all but 5, and 5", got, bad)
 	}
 }
 
@@ -329,7 +443,7 @@ func TestRepair(t *testing.T) {
 		if err := rec.Check(); err != nil {
 			t.Error(err)
 		}
-		got := intactPayloads(t, rec)
+		got := intactPayloads(t, j, rec)
 		if len(got) != 49 || slices.Contains(got, 30) {
 			t.Errorf("recovered orders %v, want 1..50 but 30", got)
 		}
@@ -395,7 +509,7 @@ func TestOpenTruncated(t *testing.T) {
 			refused++
 			continue
 		}
-		if got := intactPayloads(t, rec); len(got) != 300 {
+		if got := intactPayloads(t, j, rec); len(got) != 300 {
 			t.Errorf("cut at %d of %d: Open started with %d of 300 messages", cut, len(good), len(got))
 		}
 		j.Close()
@@ -445,7 +559,7 @@ func TestOpenDamagedBucketName(t *testing.T) {
 		t.Fatalf("Open after Repair: %v", err)
 	}
 	defer j.Close()
-	if got := intactPayloads(t, rec); len(got) != 50 {
+	if got := intactPayloads(t, j, rec); len(got) != 50 {
 		t.Errorf("after repair %d of 50 messages delivered", len(got))
 	}
 }
@@ -489,8 +603,9 @@ func TestRepairTakesTheLog(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, _, err := Open(path, &Options{Logger: testLogger(&logBuffer{})}); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("Open of the damaged file = %v, want ErrCorrupt", err)
+	// Start-up reads no body, so Open would start on it; the offline Inspect finds the damage.
+	if in, err := Inspect(path, time.Now().UnixNano()); err != nil || countBucket(in.Damage, "msgs") != 1 {
+		t.Fatalf("Inspect of the damaged file = %v, %+v; want one damaged body", err, in)
 	}
 	rep, err := Repair(path, time.Unix(1_800_000_000, 0))
 	if err != nil {
@@ -520,7 +635,7 @@ func TestRepairTakesTheLog(t *testing.T) {
 	if s == nil || len(s.Outbound) != 1 || len(s.Queue) != 19 || s.Queue[len(s.Queue)-1].Order != 21 {
 		t.Fatalf("after repair: %+v, want packet id 1 in flight and 19 queued ending with the logged order 21", s)
 	}
-	if got := intactPayloads(t, rec); len(got) != 20 {
+	if got := intactPayloads(t, j2, rec); len(got) != 20 {
 		t.Errorf("after repair %d messages intact, want 20", len(got))
 	}
 }

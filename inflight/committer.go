@@ -73,6 +73,7 @@ func (j *Journal) submit(s submitted) {
 		}
 		return
 	}
+	j.bodies.submitted(s.batch)
 	j.pending = append(j.pending, s)
 	select {
 	case j.wake <- struct{}{}:
@@ -159,6 +160,9 @@ func (j *Journal) process(round []submitted) {
 		return
 	}
 	if err := j.Err(); err != nil {
+		for _, s := range round {
+			j.bodies.committed(s.batch, false)
+		}
 		j.answer(round, err)
 		return
 	}
@@ -196,6 +200,13 @@ func (j *Journal) process(round []submitted) {
 	if err == nil {
 		j.batches.Add(uint64(len(round) - len(invalid)))
 		j.ops.Add(uint64(ops))
+	}
+	written := 0
+	for i, s := range round {
+		written += j.bodies.committed(s.batch, err == nil && invalid[i] == nil)
+	}
+	if err == nil && j.mapped.add(written) {
+		j.releaseMapped()
 	}
 	var checkpointErr error // for the checkpoint requests only: the round is durable in the log
 	if err == nil && slices.ContainsFunc(round, func(s submitted) bool { return s.checkpoint }) {

@@ -75,7 +75,7 @@ func describe(bucket string, key []byte, problem string) Damage {
 		case bucket == "queue" && len(suffix) == 8:
 			d.Order = binary.BigEndian.Uint64(suffix)
 		}
-	case "msgs":
+	case "msgs", "msgidx":
 		if len(key) == 8 {
 			d.Seq = binary.BigEndian.Uint64(key)
 		}

@@ -31,6 +31,7 @@ package inflight
 //	out       clientID 0x00 packetID u16        outbound
 //	queue     clientID 0x00 order u64           queued
 //	msgs      seq u64                           message
+//	msgidx    seq u64                           index
 //	retained  topic                             message
 //	dedup     scope u8, len uvarint, name, id   dedup
 //	shared    group 0x00 filter 0x00 order u64  shared
@@ -63,6 +64,7 @@ package inflight
 //	queued        qos u8, retain u8, order u64, msgSeq u64, subIDs
 //	subIDs        count uvarint, then count x id uvarint    (encoding/binary uvarint)
 //	message       created i64, expiresAt i64, PUBLISH
+//	index         created i64, expiresAt i64, topicLen u16, payloadLen u32
 //	session       encoding/json of SessionRecord            (rare writes; the will inline)
 //	subscription  encoding/json of SubscriptionRecord
 //	dedup         at i64, reason u8                         (accepted at, the answer sent; reason < 0x80)
@@ -77,6 +79,14 @@ package inflight
 // packet id 1 if QoS > 0, properties, payload) by the mochi-mqtt packets codec with
 // AllowResponseInfo set, so that Response Topic and Correlation Data are kept. The packet id in it
 // means nothing. A message's Seq is its msgs key; a retained message has no Seq on disk.
+//
+// Every message has two records under the same seq, written and deleted in the same batch: its
+// body in msgs and its index entry in msgidx, which holds what the broker keeps in memory of a
+// queued message (Handle) and is all that start-up reads, so that recovery never touches a body.
+// topicLen and payloadLen are the byte lengths of the topic and the payload in the body. A body's
+// checksum is verified when the body is read (LoadMessage), inspect and repair read them all. In
+// format 2 a record of one bucket without its twin in the other is damage. A format 1 file has no
+// msgidx: migration reads every body that one time and writes both records.
 //
 // # Log
 //
@@ -153,6 +163,7 @@ var (
 	bucketOut      = []byte("out")
 	bucketQueue    = []byte("queue")
 	bucketMsgs     = []byte("msgs")
+	bucketMsgIdx   = []byte("msgidx")
 	bucketRetained = []byte("retained")
 	bucketDedup    = []byte("dedup")
 	bucketShared   = []byte("shared")
@@ -161,7 +172,7 @@ var (
 )
 
 // allBuckets lists every bucket Open creates.
-var allBuckets = [][]byte{bucketMeta, bucketSessions, bucketSubs, bucketIn, bucketOut, bucketQueue, bucketMsgs, bucketRetained, bucketDedup, bucketShared}
+var allBuckets = [][]byte{bucketMeta, bucketSessions, bucketSubs, bucketIn, bucketOut, bucketQueue, bucketMsgs, bucketMsgIdx, bucketRetained, bucketDedup, bucketShared}
 
 // clientPrefix is the key prefix of every entry of one client in subs, in, out and queue.
 func clientPrefix(clientID string) []byte {
@@ -374,6 +385,52 @@ func decodeMessage(v []byte) (*Message, error) {
 	m.Retain = fh.Retain
 	m.Properties = pk.Properties
 	return m, nil
+}
+
+// messageIndex is the index record of a message (bucket msgidx): what recovery reads instead of
+// the body.
+type messageIndex struct {
+	created, expiresAt int64
+	topicLen           uint16
+	payloadLen         uint32
+}
+
+func indexOf(m *Message) messageIndex {
+	return messageIndex{created: m.Created, expiresAt: m.ExpiresAt, topicLen: uint16(len(m.Topic)),
+		payloadLen: uint32(min(len(m.Payload), 1<<32-1))}
+}
+
+func encodeIndex(x messageIndex) []byte {
+	v := make([]byte, 0, 23)
+	v = append(v, formatVersion)
+	v = binary.BigEndian.AppendUint64(v, uint64(x.created))
+	v = binary.BigEndian.AppendUint64(v, uint64(x.expiresAt))
+	v = binary.BigEndian.AppendUint16(v, x.topicLen)
+	return binary.BigEndian.AppendUint32(v, x.payloadLen)
+}
+
+func decodeIndex(v []byte) (messageIndex, error) {
+	if err := checkVersion(v); err != nil {
+		return messageIndex{}, err
+	}
+	if len(v) != 23 {
+		return messageIndex{}, fmt.Errorf("index value is %d bytes, want 23", len(v))
+	}
+	x := messageIndex{
+		created:    int64(binary.BigEndian.Uint64(v[1:])),
+		expiresAt:  int64(binary.BigEndian.Uint64(v[9:])),
+		topicLen:   binary.BigEndian.Uint16(v[17:]),
+		payloadLen: binary.BigEndian.Uint32(v[19:]),
+	}
+	if x.topicLen == 0 {
+		return x, errors.New("index of a message without a topic")
+	}
+	return x, nil
+}
+
+// handle is the in-memory index entry the record describes.
+func (x messageIndex) handle(seq uint64) *Handle {
+	return &Handle{Seq: seq, ExpiresAt: x.expiresAt, Payload: x.payloadLen, Topic: x.topicLen}
 }
 
 func encodeJSON(rec any) ([]byte, error) {

@@ -196,3 +196,13 @@ func rawUpdate(t testing.TB, path string, fn func(tx *bolt.Tx) error) {
 		t.Fatal(err)
 	}
 }
+
+// loadMessage reads the body of seq through LoadMessage.
+func loadMessage(t testing.TB, j *Journal, seq uint64) *Message {
+	t.Helper()
+	m, err := j.LoadMessage(seq)
+	if err != nil {
+		t.Fatalf("load message %d: %v", seq, err)
+	}
+	return m
+}

@@ -85,7 +85,7 @@ func Inspect(path string, now int64) (*Inspection, error) {
 		}()
 		state = replayed
 	}
-	r, err := readFile(state, now, slog.New(slog.DiscardHandler))
+	r, err := readFile(state, now, true, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return nil, fmt.Errorf("inspect %s: %w", path, err)
 	}
@@ -117,7 +117,7 @@ func Inspect(path string, now int64) (*Inspection, error) {
 	for _, s := range r.sessions {
 		is := InspectedSession{RecoveredSession: *s}
 		for _, q := range s.Queue {
-			is.QueuedBytes += len(r.msgs[q.MsgSeq].Payload)
+			is.QueuedBytes += int(r.msgs[q.MsgSeq].Payload)
 		}
 		in.Sessions = append(in.Sessions, is)
 	}

@@ -34,6 +34,10 @@ type Options struct {
 	// how long the log append took, its sync included. It runs on the committer goroutine,
 	// between the commit and the done callbacks, so it must be quick (a histogram's Observe).
 	OnCommit func(records int, took time.Duration)
+	// MessageCache bounds the bytes of message bodies kept in memory after they were written or
+	// read (LoadMessage); 0 means DefaultMessageCache. Bodies of batches not yet committed are
+	// kept besides, whatever their size: the file does not have them yet.
+	MessageCache int64
 
 	wal walOptions // test hooks (wal.go); the product leaves them zero
 }
@@ -42,9 +46,10 @@ type Options struct {
 type Recovered struct {
 	Sessions []RecoveredSession
 	Retained []*Message
-	// Messages referenced by the sessions, by Seq. Each has its reference count set to the number
-	// of durable entries that refer to it.
-	Messages map[uint64]*Message
+	// Messages referenced by the sessions, by Seq: their index entries, not their bodies, which
+	// stay in the file until LoadMessage. Each has its reference count set to the number of
+	// durable entries that refer to it.
+	Messages map[uint64]*Handle
 	// Expired counts sessions removed at start-up because their expiry passed while the broker
 	// was down.
 	Expired int
@@ -85,6 +90,9 @@ type Journal struct {
 	seq      atomic.Uint64 // last message sequence handed out
 
 	onFail func(error) // Options.OnFail
+
+	bodies bodies      // bodies of unwritten batches and the body cache
+	mapped mappedBytes // body bytes through the memory map since the last releaseMapped
 
 	mu         sync.Mutex  // guards following
 	pending    []submitted // submitted, not yet taken by the committer

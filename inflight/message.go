@@ -1,14 +1,12 @@
 package inflight
 
 import (
-	"sync/atomic"
-
 	"github.com/mochi-mqtt/server/v2/packets"
 )
 
-// Message is an application message as the broker owns it after accepting a PUBLISH. It is stored
-// once (bucket msgs, key Seq) and referenced by the queue and outbound entries of every durable
-// session it was routed to.
+// Message is an application message as the broker owns it after accepting a PUBLISH: its body. It is
+// stored once (bucket msgs, key Seq, with its index entry in msgidx) and referenced, through its
+// Handle, by the queue and outbound entries of every session it was routed to.
 type Message struct {
 	Seq        uint64             // journal-wide sequence, the key in bucket msgs; assigned by Journal.NextSeq
 	Topic      string             // the full topic name (never an alias)
@@ -19,25 +17,20 @@ type Message struct {
 	Created    int64              // unix nanoseconds when the broker accepted it
 	ExpiresAt  int64              // unix nanoseconds after which it is no longer delivered; 0 never
 
-	refs    atomic.Int32 // durable references (queue and outbound entries of durable sessions)
-	written atomic.Bool  // a PutMessage for it has been submitted and not deleted
+	handle *Handle // its index entry, made by the first Handle call
 }
 
 // Ref counts one more durable reference. It reports whether the message still has to be written,
 // that is whether this is the first durable reference and the caller must add PutMessage to its
 // batch.
 func (m *Message) Ref() (mustWrite bool) {
-	m.refs.Add(1)
-	return m.written.CompareAndSwap(false, true)
+	return m.Handle().Ref()
 }
 
 // Unref drops one durable reference. It reports whether that was the last one, in which case the
 // caller must add DeleteMessage to its batch.
 func (m *Message) Unref() (mustDelete bool) {
-	if m.refs.Add(-1) > 0 {
-		return false
-	}
-	return m.written.CompareAndSwap(true, false)
+	return m.Handle().Unref()
 }
 
 // Expired reports whether the message's expiry has passed at now (unix nanoseconds).

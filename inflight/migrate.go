@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"slices"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -44,7 +45,7 @@ func migrate(path string, now int64, log *slog.Logger) error {
 	var counts map[string]int
 	err = guard(func() error {
 		return src.View(func(tx *bolt.Tx) error {
-			r, err := readState(tx, now, version, log.With(slog.String("path", path)))
+			r, err := readState(tx, now, version, false, log.With(slog.String("path", path)))
 			if err != nil {
 				return err
 			}
@@ -123,7 +124,7 @@ func copyRecords(tx *bolt.Tx, version byte, dst string, skip map[string]map[stri
 		return err
 	}
 	r := &recovery{version: version}
-	for _, name := range recoveryBuckets {
+	for _, name := range copyBuckets {
 		b := tx.Bucket(name)
 		if b == nil && version != formatV1 {
 			b, _ = findBucket(tx, name) // written back under its own name
@@ -174,6 +175,14 @@ func copyRecords(tx *bolt.Tx, version byte, dst string, skip map[string]map[stri
 	}
 	return counts, nil
 }
+
+// copyBuckets are the buckets copyRecords copies: those readState reads, with the bodies (msgs) in
+// place of their index (msgidx), which PutMessage writes with each body.
+var copyBuckets = func() [][]byte {
+	c := slices.Clone(recoveryBuckets)
+	c[slices.IndexFunc(c, func(b []byte) bool { return bytes.Equal(b, bucketMsgIdx) })] = bucketMsgs
+	return c
+}()
 
 // recordOp turns a stored record, its checksum removed, back into the Batch change that wrote it.
 func recordOp(bucket string, k, v []byte) (op, error) {

@@ -41,6 +41,13 @@ func TestMigrateV1(t *testing.T) {
 	if err := rec.Check(); err != nil {
 		t.Error(err)
 	}
+	sub := session(rec, "sub")
+	if sub == nil || len(sub.Outbound) != 3 {
+		t.Fatalf("session sub %+v", sub)
+	}
+	if m, err := j.LoadMessage(sub.Outbound[1].MsgSeq); err != nil || string(m.Payload) != "21.0" {
+		t.Errorf("outbound message %+v, %v", m, err)
+	}
 	j.Close()
 	want := `level=INFO msg="inflight: data file migrated" path=` + path + ` from_format=1 to_format=2 sessions=2 subscriptions=2 inbound=1 outbound=3 queued=3 messages=5 retained=1 dedup_ids=1`
 	if n := strings.Count(logs.String(), "data file migrated"); n != 1 || !strings.Contains(logs.String(), want) {
@@ -49,8 +56,7 @@ func TestMigrateV1(t *testing.T) {
 	if _, err := os.Stat(path + ".migrate"); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the leftover %s.migrate is still there: %v", path, err)
 	}
-	sub := session(rec, "sub")
-	if sub == nil || session(rec, "old311") == nil || len(rec.Sessions) != 2 {
+	if session(rec, "old311") == nil || len(rec.Sessions) != 2 {
 		t.Fatalf("sessions %+v", rec.Sessions)
 	}
 	if sub.Record.Owner == nil || *sub.Record.Owner != "alice" || sub.Record.Will == nil || string(sub.Record.Will.Message.Payload) != "gone" {
@@ -59,9 +65,6 @@ func TestMigrateV1(t *testing.T) {
 	if len(sub.Subscriptions) != 1 || sub.Subscriptions[0].Identifier != 7 || len(sub.Inbound) != 1 ||
 		len(sub.Outbound) != 3 || len(sub.Queue) != 2 || sub.Queue[0].SubIDs[0] != 7 {
 		t.Errorf("session sub %+v", sub)
-	}
-	if m := rec.Messages[sub.Outbound[1].MsgSeq]; m == nil || string(m.Payload) != "21.0" {
-		t.Errorf("outbound message %+v", m)
 	}
 	if len(rec.Retained) != 1 || string(rec.Retained[0].Payload) != "online" || len(rec.Dedup) != 1 {
 		t.Errorf("retained %+v dedup %+v", rec.Retained, rec.Dedup)

@@ -232,8 +232,8 @@ func qos2Workload(rng *rand.Rand, n int) []step {
 	return steps
 }
 
-// recoveredModel prints the recovered state in the model's keys.
-func recoveredModel(rec *Recovered) model {
+// recoveredModel prints the recovered state in the model's keys, each body read through j.
+func recoveredModel(t *testing.T, j *Journal, rec *Recovered) model {
 	m := model{}
 	for _, s := range rec.Sessions {
 		m["sess/"+s.Record.ClientID] = ""
@@ -250,8 +250,8 @@ func recoveredModel(rec *Recovered) model {
 			m[fmt.Sprintf("out/%s/%d", s.Record.ClientID, o.PacketID)] = fmt.Sprintf("%d/%d/%d", o.State, o.Order, o.MsgSeq)
 		}
 	}
-	for seq, msg := range rec.Messages {
-		m[fmt.Sprintf("msg/%d", seq)] = string(msg.Payload)
+	for seq := range rec.Messages {
+		m[fmt.Sprintf("msg/%d", seq)] = string(loadMessage(t, j, seq).Payload)
 	}
 	for _, msg := range rec.Retained {
 		m["retained/"+msg.Topic] = string(msg.Payload)
@@ -336,7 +336,7 @@ func loseAndRecover(t *testing.T, r *recorder, st diskState, keep int, prefixes 
 		t.Fatalf("power loss after %q (%d acknowledged, %d of %d unsynced bytes kept): Open: %v", st.what, st.acks, keep, unsynced, err)
 	}
 	defer j.Close()
-	got := recoveredModel(rec).canonical()
+	got := recoveredModel(t, j, rec).canonical()
 	for k := len(prefixes) - 1; k >= st.acks; k-- {
 		if prefixes[k] == got {
 			return

@@ -36,7 +36,7 @@ func (j *Journal) recoverState(pre *recovery, now int64, replay []logRecord) (re
 			}
 			if r == nil || tx.ID() != r.txid+1 || len(replay) > 0 {
 				var err error
-				if r, err = readState(tx, now, formatVersion, j.log.With(slog.String("path", j.path))); err != nil {
+				if r, err = readState(tx, now, formatVersion, false, j.log.With(slog.String("path", j.path))); err != nil {
 					return err
 				}
 				if err := r.damageError(j.path); err != nil {
@@ -67,7 +67,7 @@ func inspect(path string, now int64, log *slog.Logger) (*recovery, error) {
 		return nil, err
 	}
 	defer closeQuietly(db)
-	r, err := readFile(db, now, log.With(slog.String("path", path)))
+	r, err := readFile(db, now, false, log.With(slog.String("path", path)))
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
@@ -79,15 +79,16 @@ func inspect(path string, now int64, log *slog.Logger) (*recovery, error) {
 
 // readFile reads the whole state of db in one read transaction, a panic on a damaged page turned
 // into ErrCorrupt (guard). Open, Inspect, Compact and Repair read a file this way. Damaged records
-// do not fail it: they are in r.damage, for the caller to refuse or report.
-func readFile(db *bolt.DB, now int64, log *slog.Logger) (r *recovery, err error) {
+// do not fail it: they are in r.damage, for the caller to refuse or report. With bodies, every
+// message body is read and checked too (the offline tools); Open reads none (readState).
+func readFile(db *bolt.DB, now int64, bodies bool, log *slog.Logger) (r *recovery, err error) {
 	err = guard(func() error {
 		return db.View(func(tx *bolt.Tx) error {
 			version, err := checkFormat(tx)
 			if err != nil {
 				return err
 			}
-			r, err = readState(tx, now, version, log)
+			r, err = readState(tx, now, version, bodies, log)
 			return err
 		})
 	})
@@ -107,8 +108,10 @@ func guard(fn func() error) (err error) {
 }
 
 // recoveryBuckets are the buckets readState reads, in its order: sessions first, so that every
-// other entry finds its session.
-var recoveryBuckets = [][]byte{bucketSessions, bucketSubs, bucketIn, bucketOut, bucketQueue, bucketMsgs, bucketRetained, bucketDedup, bucketShared}
+// other entry finds its session. Bodies (bucket msgs) are not read: the index (msgidx) stands for
+// them, and matchBodies walks their keys only. A format 1 file has no msgidx: its bodies are read
+// in its place (readBody).
+var recoveryBuckets = [][]byte{bucketSessions, bucketSubs, bucketIn, bucketOut, bucketQueue, bucketMsgIdx, bucketRetained, bucketDedup, bucketShared}
 
 // recovery is the state of one recovery transaction.
 type recovery struct {
@@ -120,6 +123,7 @@ type recovery struct {
 	damage         []Damage        // damaged records, and those that depend on them
 	damagedClients map[string]bool // clients whose session record is damaged
 	damagedSeqs    map[uint64]bool // messages whose record is damaged
+	damagedBodies  map[uint64]bool // messages whose body is damaged (read by inspect and repair only)
 	strays         []Damage        // entries without a session record, which start-up removes
 
 	sessions  []*RecoveredSession          // live sessions, in client id order
@@ -127,7 +131,9 @@ type recovery struct {
 	expired   map[string]bool              // sessions to delete
 	wills     []ExpiredWill                // wills of the expired sessions
 	touched   []*RecoveredSession          // sessions connected at the crash, disconnected now
-	msgs      map[uint64]*Message          // every message in msgs
+	msgs      map[uint64]*Handle           // every message in msgidx, its references counted by resolve
+	indexed   []uint64                     // the keys of msgidx in order, for matchBodies
+	handles   []Handle                     // the rest of the chunk readIndex takes handles from
 	retained  []*Message
 	lastSeq   uint64
 	deletions map[string][][]byte // by bucket: strays, broken references, orphans
@@ -140,8 +146,10 @@ type recovery struct {
 // readState decodes every bucket of tx and decides what start-up removes. A record that fails its
 // checksum or cannot be decoded is collected in r.damage, with the entries that depend on it, and
 // the reading goes on, so that one pass finds all of it; the error is for a file that cannot be read
-// at all. version is the file's format version (checkFormat).
-func readState(tx *bolt.Tx, now int64, version byte, log *slog.Logger) (*recovery, error) {
+// at all. version is the file's format version (checkFormat). Message bodies are read and checked
+// only with bodies (inspect, repair): start-up reads none, a body is checked when it is read to be
+// sent (LoadMessage).
+func readState(tx *bolt.Tx, now int64, version byte, bodies bool, log *slog.Logger) (*recovery, error) {
 	r := &recovery{
 		txid:           tx.ID(),
 		version:        version,
@@ -149,19 +157,27 @@ func readState(tx *bolt.Tx, now int64, version byte, log *slog.Logger) (*recover
 		log:            log,
 		byClient:       make(map[string]*RecoveredSession),
 		expired:        make(map[string]bool),
-		msgs:           make(map[uint64]*Message),
+		msgs:           make(map[uint64]*Handle),
 		deletions:      make(map[string][][]byte),
 		damagedClients: make(map[string]bool),
 		damagedSeqs:    make(map[uint64]bool),
 	}
 	readers := []func(k, v []byte) error{r.readSession, r.readSubscription, r.readInbound, r.readOutbound,
-		r.readQueued, r.readMessage, r.readRetained, r.readDedup, r.readShared}
+		r.readQueued, r.readIndex, r.readRetained, r.readDedup, r.readShared}
 	if version != formatV1 {
 		r.checkBuckets(tx)
+	}
+	if idx := tx.Bucket(bucketMsgIdx); idx != nil {
+		// Sized once: a million messages would otherwise grow the map some twenty times. Stats
+		// reads the page headers only.
+		r.msgs = make(map[uint64]*Handle, idx.Stats().KeyN)
 	}
 	prog := newProgress(log, time.Now, progressEvery, func() int { return countRecords(tx) })
 	for i, name := range recoveryBuckets {
 		read := readers[i]
+		if version == formatV1 && bytes.Equal(name, bucketMsgIdx) {
+			name, read = bucketMsgs, r.readBody // format 1 has no index: migration writes it
+		}
 		b := tx.Bucket(name)
 		if b == nil && version != formatV1 {
 			b, _ = findBucket(tx, name) // checkBuckets has recorded it as damage
@@ -199,8 +215,104 @@ func readState(tx *bolt.Tx, now int64, version byte, log *slog.Logger) (*recover
 			return nil, err
 		}
 	}
+	if version != formatV1 {
+		r.matchBodies(tx, bodies)
+	}
 	r.resolve()
 	return r, nil
+}
+
+// matchBodies walks bucket msgs alongside the index. Both records of a message are written and
+// deleted in one batch, so a body without its index record, or an index record without its body,
+// is damage; the entries that refer to such a message depend on it (resolve). Only the keys are
+// read, not the bodies, unless bodies is set: then every body is checked against its checksum and
+// decoded, and a damaged one is collected with the entries that depend on it. Walking the keys
+// also reads every page of the bucket here, where a damaged page is an error that names the file,
+// before bbolt opens it for writing and checks every page where a panic cannot be recovered.
+func (r *recovery) matchBodies(tx *bolt.Tx, bodies bool) {
+	b, _ := findBucket(tx, bucketMsgs) // checkBuckets has recorded a damaged name
+	if b == nil {
+		return
+	}
+	seqs := r.indexed
+	var prev []byte
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if v == nil {
+			r.damaged("msgs", k, fmt.Errorf("nested bucket"))
+			continue
+		}
+		if bodies {
+			body, err := unseal(bucketMsgs, k, v)
+			if err != nil {
+				r.damaged("msgs", k, err)
+				r.damage[len(r.damage)-1].unplaced = true
+				r.bodyDamaged(k) // present, so not missing: bodyMissing skips it
+				continue
+			}
+			v = body
+		}
+		// As in readState: checked against the last intact key only.
+		if prev != nil && bytes.Compare(prev, k) >= 0 {
+			r.damaged("msgs", k, fmt.Errorf("key out of order after %q", abbreviate(prev)))
+			r.damage[len(r.damage)-1].unplaced = true
+			continue
+		}
+		prev = k
+		seq, err := messageSeq(k)
+		if err != nil {
+			r.damaged("msgs", k, err)
+			continue
+		}
+		for len(seqs) > 0 && seqs[0] < seq {
+			r.bodyMissing(seqs[0])
+			seqs = seqs[1:]
+		}
+		if len(seqs) == 0 || seqs[0] != seq {
+			if r.damagedSeqs[seq] { // its index record is damaged: the body goes with it
+				d := describe("msgs", k, "its index record is damaged")
+				d.Dependent = true
+				r.damage = append(r.damage, d)
+			} else {
+				r.damaged("msgs", k, errors.New("body without its index record (msgidx)"))
+			}
+			continue
+		}
+		seqs = seqs[1:]
+		if bodies {
+			if _, err := decodeBody(v); err != nil {
+				r.damaged("msgs", k, err)
+				r.bodyDamaged(k)
+			}
+		}
+	}
+	for _, seq := range seqs {
+		r.bodyMissing(seq)
+	}
+	r.indexed = nil
+}
+
+// bodyMissing records an index record whose body is not in the file as damage, and forgets the
+// message, so that the entries that refer to it depend on damage. A body found damaged is there:
+// it is listed as such, not as missing.
+func (r *recovery) bodyMissing(seq uint64) {
+	if r.damagedBodies[seq] {
+		return
+	}
+	r.damaged("msgidx", seqKey(seq), errors.New("index record without its body (msgs)"))
+	delete(r.msgs, seq)
+}
+
+// bodyDamaged forgets the message of a damaged body, so that the entries that refer to it depend
+// on damage (its index record is left out with it: repair writes index records from bodies).
+func (r *recovery) bodyDamaged(k []byte) {
+	if seq, err := messageSeq(k); err == nil {
+		delete(r.msgs, seq)
+		if r.damagedBodies == nil {
+			r.damagedBodies = make(map[uint64]bool)
+		}
+		r.damagedBodies[seq] = true
+	}
 }
 
 // checkBuckets records as damage a bucket of a format 2 file that is missing (every one is created
@@ -288,7 +400,7 @@ func (r *recovery) damaged(bucket string, k []byte, err error) {
 	switch bucket {
 	case "sessions":
 		r.damagedClients[d.ClientID] = true
-	case "msgs":
+	case "msgs", "msgidx":
 		r.damagedSeqs[d.Seq] = true
 	}
 	r.damage = append(r.damage, d)
@@ -456,17 +568,50 @@ func (r *recovery) readQueued(k, v []byte) error {
 	return nil
 }
 
-func (r *recovery) readMessage(k, v []byte) error {
+func messageSeq(k []byte) (uint64, error) {
 	if len(k) != 8 || binary.BigEndian.Uint64(k) == 0 {
-		return fmt.Errorf("message key is not a sequence")
+		return 0, fmt.Errorf("message key is not a sequence")
 	}
-	m, err := decodeMessage(v)
+	return binary.BigEndian.Uint64(k), nil
+}
+
+// handleChunk is how many Handles recovery allocates at once.
+const handleChunk = 1024
+
+// readIndex reads one index record: the message as the broker keeps it in memory.
+func (r *recovery) readIndex(k, v []byte) error {
+	seq, err := messageSeq(k)
 	if err != nil {
 		return err
 	}
-	m.Seq = binary.BigEndian.Uint64(k)
-	r.msgs[m.Seq] = m
-	r.lastSeq = max(r.lastSeq, m.Seq)
+	x, err := decodeIndex(v)
+	if err != nil {
+		return err
+	}
+	if len(r.handles) == 0 {
+		r.handles = make([]Handle, handleChunk) // one allocation for many: start-up time and memory
+	}
+	h := &r.handles[0]
+	r.handles = r.handles[1:]
+	*h = Handle{Seq: seq, ExpiresAt: x.expiresAt, Payload: x.payloadLen, Topic: x.topicLen}
+	r.msgs[seq] = h
+	r.indexed = append(r.indexed, seq)
+	r.lastSeq = max(r.lastSeq, seq)
+	return nil
+}
+
+// readBody reads one body of a format 1 file, which has no index: migration writes it.
+func (r *recovery) readBody(k, v []byte) error {
+	seq, err := messageSeq(k)
+	if err != nil {
+		return err
+	}
+	m, err := decodeBody(v)
+	if err != nil {
+		return err
+	}
+	r.msgs[seq] = indexOf(m).handle(seq)
+	r.lastSeq = max(r.lastSeq, seq)
 	return nil
 }
 
@@ -482,11 +627,10 @@ func (r *recovery) readRetained(k, v []byte) error {
 	return nil
 }
 
-// resolve counts the references to each message, collects the entries whose message is damaged or
-// missing as damage (and drops them from the state, which is then what repair keeps), and marks
-// the unreferenced messages for deletion.
+// resolve counts the references to each message on its Handle, collects the entries whose message
+// is damaged or missing as damage (and drops them from the state, which is then what repair
+// keeps), and marks the unreferenced messages for deletion.
 func (r *recovery) resolve() {
-	referenced := make(map[uint64]bool)
 	ref := func(bucket string, key []byte, seq uint64) bool {
 		m := r.msgs[seq]
 		if m == nil {
@@ -503,7 +647,6 @@ func (r *recovery) resolve() {
 			return false
 		}
 		m.Ref()
-		referenced[seq] = true
 		return true
 	}
 	for _, s := range r.sessions {
@@ -530,9 +673,10 @@ func (r *recovery) resolve() {
 		r.queued += len(s.Queue)
 	}
 	r.resolveShared(ref)
-	for seq := range r.msgs {
-		if !referenced[seq] {
+	for seq, m := range r.msgs {
+		if m.refs.Load() == 0 { // no entry referred to it (counted above)
 			r.deleteKey("msgs", seqKey(seq))
+			r.deleteKey("msgidx", seqKey(seq))
 			delete(r.msgs, seq)
 			r.orphans++
 		}

@@ -114,8 +114,16 @@ func TestRoundTripEveryRecord(t *testing.T) {
 	if len(rec.Messages) != 2 {
 		t.Errorf("recovered %d messages, want 2 (the orphan removed)", len(rec.Messages))
 	}
-	sameMessage(t, "shared", rec.Messages[shared.Seq], shared)
-	sameMessage(t, "queuedOnly", rec.Messages[queuedOnly.Seq], queuedOnly)
+	for _, want := range []*Message{shared, queuedOnly} {
+		h := rec.Messages[want.Seq]
+		if h == nil {
+			t.Fatalf("message %d not recovered", want.Seq)
+		}
+		if h.ExpiresAt != want.ExpiresAt || h.Size() != int64(len(want.Payload)+len(want.Topic)) {
+			t.Errorf("index of %d: expires %d, size %d; want %d, %d", want.Seq, h.ExpiresAt, h.Size(), want.ExpiresAt, len(want.Payload)+len(want.Topic))
+		}
+		sameMessage(t, want.Topic, loadMessage(t, j, want.Seq), want)
+	}
 	if n := rec.Messages[shared.Seq].refs.Load(); n != 2 {
 		t.Errorf("shared message refs = %d, want 2", n)
 	}
@@ -152,8 +160,8 @@ func TestDecodedMessageDoesNotAliasFile(t *testing.T) {
 	mustCommit(t, j, &b)
 	j.Close()
 
-	j, rec, _ := openTest(t, path, &Options{Now: func() int64 { return 2 }})
-	got := rec.Messages[m.Seq]
+	j, _, _ = openTest(t, path, &Options{Now: func() int64 { return 2 }, MessageCache: 1})
+	got := loadMessage(t, j, m.Seq)
 	// Write enough to move bbolt's pages around and remap the file, then check the message.
 	big := bytes.Repeat([]byte{0xAA}, 1<<20)
 	for i := range 8 {

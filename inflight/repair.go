@@ -100,7 +100,7 @@ func copyWithoutDamage(src *bolt.DB, dst string, now time.Time) (givenUp []Damag
 			if err != nil {
 				return err
 			}
-			r, err := readState(tx, now.UnixNano(), version, quiet)
+			r, err := readState(tx, now.UnixNano(), version, true, quiet)
 			if err != nil {
 				return err
 			}
@@ -193,7 +193,7 @@ func checkClean(path string) error {
 		return err
 	}
 	defer closeQuietly(db)
-	r, err := readFile(db, time.Now().UnixNano(), slog.New(slog.DiscardHandler))
+	r, err := readFile(db, time.Now().UnixNano(), true, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err
 	}

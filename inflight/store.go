@@ -1,6 +1,7 @@
 package inflight
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -73,6 +74,7 @@ func Open(path string, opts *Options) (*Journal, *Recovered, error) {
 		log:      o.Logger,
 		onFail:   o.OnFail,
 		onCommit: o.OnCommit,
+		bodies:   bodies{unwritten: make(map[uint64]unwritten), cache: newBodyCache(cmp.Or(o.MessageCache, DefaultMessageCache))},
 		wake:     make(chan struct{}, 1),
 		stopped:  make(chan struct{}),
 		wal:      newWriteAhead(logPath(path), o.NoSync, o.wal),
@@ -83,6 +85,7 @@ func Open(path string, opts *Options) (*Journal, *Recovered, error) {
 		return nil, nil, err
 	}
 	j.seq.Store(lastSeq)
+	j.releaseMapped() // the pages recovery and bbolt's open walked
 	go j.run()
 	return j, rec, nil
 }

@@ -171,6 +171,8 @@ func TestOpenBadValue(t *testing.T) {
 		{"message version", bucketMsgs, seqKey(m.Seq), setByte(0, 9), "format version 9 unknown"},
 		{"message packet type", bucketMsgs, seqKey(m.Seq), setByte(17, 0x20), "want PUBLISH"},
 		{"message truncated", bucketMsgs, seqKey(m.Seq), func(v []byte) []byte { return v[:len(v)-1] }, "message length"},
+		{"index version", bucketMsgIdx, seqKey(m.Seq), setByte(0, 9), "format version 9 unknown"},
+		{"index length", bucketMsgIdx, seqKey(m.Seq), func(v []byte) []byte { return v[:5] }, "5 bytes"},
 		{"retained version", bucketRetained, []byte("r/1"), setByte(0, 9), "format version 9 unknown"},
 		{"format version", bucketMeta, keyFormat, setByte(0, 3), "bucket meta"},
 	}
@@ -199,7 +201,15 @@ func TestOpenBadValue(t *testing.T) {
 				t.Fatal(err)
 			}
 			j, rec, err := Open(path, nil)
-			if err == nil {
+			if err == nil && bytes.Equal(tt.bucket, bucketMsgs) {
+				// Start-up reads no body: a damaged one is found when it is about to be sent.
+				_, err = j.LoadMessage(m.Seq)
+				j.Close()
+				if err == nil {
+					t.Fatal("LoadMessage of a damaged body succeeded")
+				}
+				damaged, _ = os.ReadFile(path)
+			} else if err == nil {
 				j.Close()
 				t.Fatalf("Open succeeded with %+v", rec)
 			}

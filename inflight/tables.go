@@ -49,7 +49,10 @@ func (t *Inbound) Records() []InboundRecord {
 // OutboundEntry is one delivery in flight from the broker to the client.
 type OutboundEntry struct {
 	OutboundRecord
-	Msg *Message // nil once State is PubrelSent
+	Msg *Handle // nil once State is PubrelSent
+	// Body is the message's body while the session pins it (it is connected, or not durable);
+	// nil otherwise, and then read with Journal.LoadMessage when the PUBLISH is sent again.
+	Body *Message
 }
 
 // Outbound is one session's table of packet ids the broker used for QoS 1 and 2 deliveries still

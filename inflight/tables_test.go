@@ -93,7 +93,7 @@ func TestOutboundTable(t *testing.T) {
 		t.Fatal("Remove on an empty table found something")
 	}
 	// Recovery adds entries with their stored ids, in any order; allocation continues after them.
-	m := &Message{Seq: 9}
+	m := &Handle{Seq: 9}
 	out.Add(&OutboundEntry{OutboundRecord: OutboundRecord{PacketID: 300, State: PubrelSent, Order: 5}})
 	out.Add(&OutboundEntry{OutboundRecord: OutboundRecord{PacketID: 20, State: PublishSent, Order: 7, MsgSeq: 9}, Msg: m})
 	out.Add(&OutboundEntry{OutboundRecord: OutboundRecord{PacketID: 100, State: PublishSent, Order: 6}})

@@ -33,7 +33,7 @@ func (s *Server) openEngine() (*engine, error) {
 	path := filepath.Join(s.opts.DataDir, DataFile)
 	start := time.Now()
 	j, rec, err := inflight.Open(path, &inflight.Options{NoSync: s.opts.NoSync, Logger: s.log, OnFail: s.storeFailed,
-		OnCommit: s.opts.OnCommit})
+		OnCommit: s.opts.OnCommit, MessageCache: s.opts.MessageCache})
 	if err != nil {
 		return nil, err
 	}

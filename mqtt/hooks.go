@@ -77,6 +77,9 @@ const (
 	DropQueueFull = session.QueueFull // the session's queue was full (MaxQueued, MaxQueuedBytes) under a drop policy
 	DropExpired   = session.Expired   // the Message Expiry Interval passed before delivery
 	DropTooLarge  = session.TooLarge  // larger than the client's Maximum Packet Size
+	// DropUnreadable: the body of a queued or in-flight message could not be read from the file
+	// (an I/O error, damage); the topic is "".
+	DropUnreadable = session.Unreadable
 	// DropNotRetained: a QoS 0 message was delivered but not retained, the retained messages being
 	// at their limit (MaxRetained, MaxRetainedBytes); the client id is "".
 	DropNotRetained = session.RetainedFull

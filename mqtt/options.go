@@ -28,6 +28,12 @@ type Options struct {
 	// NoSync skips the fsync after each commit: every guarantee holds against a crash of the
 	// process, none against a power loss or kernel crash.
 	NoSync bool
+	// MessageCache bounds the bytes of message bodies kept in memory for sessions that leave them
+	// in the file (durable sessions while offline, and every session after a restart until it sends
+	// them); default 32 MiB. Bodies of messages being fanned out, of sessions that are connected or
+	// not durable, and of commits under way are kept besides (MaxQueuedBytes bounds the first per
+	// session).
+	MessageCache int64
 	// MaxQueued bounds the messages a session may have waiting (offline, beyond its Receive
 	// Maximum, or beyond its connection's write queue). Default 10000.
 	MaxQueued int

@@ -35,13 +35,16 @@ type Stats struct {
 	DroppedQueueFull uint64
 	DroppedExpired   uint64
 	DroppedTooLarge  uint64
-	NotAuthorized    uint64 // deliveries the Authorizer's CanRead refused
-	PublishRefused   uint64 // PUBLISHes the Authorizer's CanPublish refused (not routed)
-	NotOwner         uint64 // CONNECTs refused: the client id's session belongs to another user
-	SessionsExpired  uint64
-	DroppedQoS0      uint64 // QoS 0 deliveries dropped at a full write queue (Options.WriteQueueBytes)
-	NotRetained      uint64 // QoS 0 retained messages not kept: retained messages at their limit
-	RefusedQueueFull uint64 // QoS 1/2 PUBLISHes refused with 0x97: a matching queue, or the retained messages, full
+	// DroppedUnreadable counts queued or in-flight messages whose body could not be read from
+	// the data file to be sent (an I/O error, damage): each is also logged with its client.
+	DroppedUnreadable uint64
+	NotAuthorized     uint64 // deliveries the Authorizer's CanRead refused
+	PublishRefused    uint64 // PUBLISHes the Authorizer's CanPublish refused (not routed)
+	NotOwner          uint64 // CONNECTs refused: the client id's session belongs to another user
+	SessionsExpired   uint64
+	DroppedQoS0       uint64 // QoS 0 deliveries dropped at a full write queue (Options.WriteQueueBytes)
+	NotRetained       uint64 // QoS 0 retained messages not kept: retained messages at their limit
+	RefusedQueueFull  uint64 // QoS 1/2 PUBLISHes refused with 0x97: a matching queue, or the retained messages, full
 	// Shared subscriptions: groups, messages waiting in their queues, and messages dropped: QoS 0
 	// with no member online or waiting in a group whose last member left (DroppedSharedNoMember),
 	// QoS 2 sent to a member whose session ended first (DroppedSharedMemberGone) [MQTT-4.8.2-5].
@@ -119,6 +122,7 @@ func (s *Server) Stats() Stats {
 		DroppedQueueFull:      s.metrics.QueueOverflow.Load(),
 		DroppedExpired:        s.metrics.Expired.Load(),
 		DroppedTooLarge:       s.metrics.TooLarge.Load(),
+		DroppedUnreadable:     s.metrics.Unreadable.Load(),
 		NotAuthorized:         s.metrics.NotAuthorized.Load(),
 		PublishRefused:        s.metrics.PublishRefused.Load(),
 		NotOwner:              s.metrics.NotOwner.Load(),

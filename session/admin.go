@@ -62,7 +62,7 @@ func (s *Session) info() Info {
 		in.Outbound = append(in.Outbound, e.OutboundRecord)
 	}
 	for _, q := range s.queue {
-		in.QueuedBytes += len(q.msg.Payload)
+		in.QueuedBytes += int(q.msg.Payload)
 	}
 	return in
 }

@@ -58,6 +58,9 @@ type Journal interface {
 	NextSeq() uint64
 	// Err is non-nil once a commit failed; the journal then refuses every later batch.
 	Err() error
+	// LoadMessage returns the body of a stored message, from memory or from the file. It is
+	// called under Broker.mu when a PUBLISH is about to be sent; it takes no lock of the broker.
+	LoadMessage(seq uint64) (*inflight.Message, error)
 }
 
 // Broker is the session registry and router.

@@ -88,6 +88,7 @@ func (b *Broker) Connect(req ConnectRequest, c Conn, done func(present bool, err
 	s.disconnectedAt = 0
 	switch {
 	case wasDurable && !s.durable():
+		b.pinAll(batch, s) // in memory only from now on: the file will not keep the bodies
 		b.forget(batch, s)
 	case !wasDurable && s.durable():
 		b.persist(batch, s)

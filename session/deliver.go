@@ -31,21 +31,22 @@ func (b *Broker) deliver(batch *inflight.Batch, s *Session, m *inflight.Message,
 		b.dropped(s.ClientID, m.Topic, QueueFull)
 		return
 	}
-	q := &queued{order: s.nextOrder(), qos: qos, msg: m, subIDs: subIDs, retain: retain}
-	s.hold(m)
+	h := m.Handle()
+	q := &queued{order: s.nextOrder(), qos: qos, msg: h, body: s.pinned(m), subIDs: subIDs, retain: retain}
+	s.hold(h)
 	if s.connected() && len(s.queue) == 0 && len(s.unsent) == 0 && s.sent < s.receiveMax {
 		switch b.send(batch, s, q, now, out) {
 		case sent:
 			return
 		case discarded:
-			s.unhold(m)
+			s.unhold(h)
 			return
 		}
 	}
 	s.queue = append(s.queue, q)
 	if s.durable() {
-		if m.Ref() {
-			batch.PutMessage(m)
+		if h.Ref() {
+			batch.PutMessage(m) // the batch keeps the body until its commit (LoadMessage finds it)
 		}
 		batch.PutQueued(s.ClientID, inflight.QueuedRecord{Order: q.order, QoS: qos, MsgSeq: m.Seq, SubIDs: subIDs, Retain: retain})
 	}
@@ -55,15 +56,20 @@ func (b *Broker) deliver(batch *inflight.Batch, s *Session, m *inflight.Message,
 type sendResult int
 
 const (
-	sent      sendResult = iota // in flight now
-	discarded                   // dropped as if delivered (too large for the client)
-	noRoom                      // the connection's write queue is full: the message stays queued
+	sent       sendResult = iota // in flight now
+	discarded                    // dropped as if delivered (too large for the client)
+	noRoom                       // the connection's write queue is full: the message stays queued
+	unreadable                   // its body could not be read: dropped and counted (Broker.body)
 )
 
 // send assigns q an outbound id, records it in flight and queues the PUBLISH. The caller has
 // checked the send quota; the connection's write queue may still refuse it. Caller holds b.mu.
 func (b *Broker) send(batch *inflight.Batch, s *Session, q *queued, now int64, out *outbox) sendResult {
-	pk := publishPacket(q.msg, 1, q.qos, false, q.retain, q.subIDs, now)
+	body := b.body(s, q.body, q.msg)
+	if body == nil {
+		return unreadable
+	}
+	pk := publishPacket(body, 1, q.qos, false, q.retain, q.subIDs, now)
 	if !b.checkSize(s, pk) { // discarded as if delivered [MQTT-3.1.2-25]
 		return discarded
 	}
@@ -78,13 +84,14 @@ func (b *Broker) send(batch *inflight.Batch, s *Session, q *queued, now int64, o
 	e := &inflight.OutboundEntry{
 		OutboundRecord: inflight.OutboundRecord{PacketID: id, State: inflight.PublishSent, QoS: q.qos,
 			Order: q.order, MsgSeq: q.msg.Seq, SubIDs: q.subIDs, Retain: q.retain},
-		Msg: q.msg,
+		Msg:  q.msg,
+		Body: body, // s is connected: it keeps the body for a resend until it goes offline
 	}
 	s.outbound.Add(e)
 	s.sent++
 	if s.durable() {
 		if q.msg.Ref() {
-			batch.PutMessage(q.msg)
+			batch.PutMessage(body)
 		}
 		batch.PutOutbound(s.ClientID, e.OutboundRecord)
 	}

@@ -41,6 +41,7 @@ func (b *Broker) Disconnected(s *Session, c Conn, publishWill bool, newExpiry *u
 	} else {
 		batch.PutSession(s.record())
 		b.scheduleExpiry(s)
+		s.unpin() // offline: the bodies wait in the file
 	}
 	b.submit(batch, func(err error) {
 		if err == nil {

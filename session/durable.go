@@ -48,13 +48,13 @@ func (b *Broker) persist(batch *inflight.Batch, s *Session) {
 	}
 	for _, e := range s.outbound.InOrder() {
 		if e.Msg != nil && e.Msg.Ref() {
-			batch.PutMessage(e.Msg)
+			batch.PutMessage(e.Body) // a session that was not durable pins every body
 		}
 		batch.PutOutbound(s.ClientID, e.OutboundRecord)
 	}
 	for _, q := range s.queue {
 		if q.msg.Ref() {
-			batch.PutMessage(q.msg)
+			batch.PutMessage(q.body)
 		}
 		batch.PutQueued(s.ClientID, inflight.QueuedRecord{Order: q.order, QoS: q.qos, MsgSeq: q.msg.Seq, SubIDs: q.subIDs, Retain: q.retain})
 	}

@@ -49,6 +49,8 @@ type fakeJournal struct {
 	base    int   // batches submitted before the current step
 	batches []*inflight.Batch
 	pending []fakeSubmit
+	bodies  map[uint64]*inflight.Message // every body a batch wrote, for LoadMessage
+	loads   int                          // LoadMessage calls
 }
 
 type fakeSubmit struct {
@@ -64,6 +66,12 @@ func (j *fakeJournal) Submit(b *inflight.Batch, done func(error)) {
 		b = &inflight.Batch{}
 	}
 	j.batches = append(j.batches, b)
+	for _, m := range b.Written() {
+		if j.bodies == nil {
+			j.bodies = make(map[uint64]*inflight.Message)
+		}
+		j.bodies[m.Seq] = m
+	}
 	n := len(j.batches) - j.base
 	j.pending = append(j.pending, fakeSubmit{n: n, batch: b, done: done})
 	j.rec.add("submit #%d", n)
@@ -74,6 +82,17 @@ func (j *fakeJournal) NextSeq() uint64 {
 	defer j.mu.Unlock()
 	j.seq++
 	return j.seq
+}
+
+// LoadMessage returns a body a batch wrote (deletes are not followed).
+func (j *fakeJournal) LoadMessage(seq uint64) (*inflight.Message, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.loads++
+	if m := j.bodies[seq]; m != nil {
+		return m, nil
+	}
+	return nil, fmt.Errorf("message %d: %w", seq, inflight.ErrNoBody)
 }
 
 func (j *fakeJournal) Err() error {

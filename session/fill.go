@@ -20,7 +20,11 @@ func (b *Broker) fill(batch *inflight.Batch, s *Session, out *outbox) {
 			if !s.unsent[e.PacketID] {
 				continue
 			}
-			pk := publishPacket(e.Msg, e.PacketID, e.QoS, true, e.Retain, e.SubIDs, now) // [MQTT-3.3.1-1]
+			if e.Body = b.body(s, e.Body, e.Msg); e.Body == nil {
+				b.free(batch, s, e.PacketID) // unreadable: dropped as if delivered
+				continue
+			}
+			pk := publishPacket(e.Body, e.PacketID, e.QoS, true, e.Retain, e.SubIDs, now) // [MQTT-3.3.1-1]
 			if !s.conn.Reserve(PublishCost(&pk)) {
 				return
 			}
@@ -33,7 +37,7 @@ func (b *Broker) fill(batch *inflight.Batch, s *Session, out *outbox) {
 		q := s.queue[0]
 		if q.msg.Expired(now) { // [MQTT-3.3.2-5]
 			b.dequeue(batch, s)
-			b.dropped(s.ClientID, q.msg.Topic, Expired)
+			b.dropped(s.ClientID, b.topicOf(q), Expired)
 			s.unhold(q.msg)
 			s.release(batch, q.msg)
 			continue
@@ -45,7 +49,7 @@ func (b *Broker) fill(batch *inflight.Batch, s *Session, out *outbox) {
 			return // sent when the connection's write queue drains (Drained)
 		}
 		b.dequeue(batch, s)
-		if res == discarded {
+		if res == discarded || res == unreadable {
 			s.unhold(q.msg)
 		}
 		s.release(batch, q.msg)

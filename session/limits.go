@@ -70,11 +70,17 @@ func PublishCost(pk *packets.Packet) int {
 }
 
 // hold counts m against s's bytes; unhold gives them back and clears the full mark, as there is
-// room again. Caller holds b.mu.
-func (s *Session) hold(m *inflight.Message) { s.heldBytes += messageBytes(m) }
+// room again. The bytes are counted whether the body is in memory or in the file. Caller holds b.mu.
+func (s *Session) hold(m *inflight.Handle) {
+	if m != nil {
+		s.heldBytes += m.Size()
+	}
+}
 
-func (s *Session) unhold(m *inflight.Message) {
-	s.heldBytes -= messageBytes(m)
+func (s *Session) unhold(m *inflight.Handle) {
+	if m != nil {
+		s.heldBytes -= m.Size()
+	}
 	s.turnedAway = false
 }
 
@@ -103,7 +109,7 @@ func (b *Broker) makeRoom(batch *inflight.Batch, s *Session, m *inflight.Message
 		}
 		s.unhold(q.msg)
 		s.release(batch, q.msg)
-		b.dropped(s.ClientID, q.msg.Topic, QueueFull)
+		b.dropped(s.ClientID, b.topicOf(q), QueueFull)
 	}
 	return b.hasRoom(s, m)
 }

@@ -26,6 +26,7 @@ type Metrics struct {
 	// ended before it completed [MQTT-4.8.2-5] (SharedMemberGone).
 	SharedNoMember   atomic.Uint64
 	SharedMemberGone atomic.Uint64
+	Unreadable       atomic.Uint64 // queued or in-flight messages dropped: their body could not be read from the file
 }
 
 // DropReason says why a message was not delivered to a session it was meant for.
@@ -47,6 +48,9 @@ const (
 	// session ended before it completed; it is not sent to another member [MQTT-4.8.2-5]. The
 	// client id is the group's filter.
 	SharedMemberGone DropReason = "shared-member-gone"
+	// Unreadable: the body of a queued or in-flight message could not be read from the file (an
+	// I/O error, damage); the topic is "".
+	Unreadable DropReason = "unreadable"
 )
 
 // dropped counts a message not delivered to clientID and tells Options.OnDrop. Caller holds b.mu.
@@ -64,6 +68,8 @@ func (b *Broker) dropped(clientID, topic string, why DropReason) {
 		b.Metrics.SharedNoMember.Add(1)
 	case SharedMemberGone:
 		b.Metrics.SharedMemberGone.Add(1)
+	case Unreadable:
+		b.Metrics.Unreadable.Add(1)
 	}
 	if b.opts.OnDrop != nil {
 		b.opts.OnDrop(clientID, topic, why)

@@ -39,7 +39,7 @@ func (b *Broker) Pubrec(s *Session, c Conn, id uint16, code reason.Code) {
 		}
 		e.State = inflight.PubrelSent
 		m := e.Msg
-		e.Msg, e.MsgSeq = nil, 0
+		e.Msg, e.Body, e.MsgSeq = nil, nil, 0
 		if s.durable() {
 			batch.PutOutbound(s.ClientID, e.OutboundRecord)
 		}

@@ -116,7 +116,11 @@ func TestQueueFullDropOldest(t *testing.T) {
 	b.mu.Lock()
 	q := b.sessions["full"].queue
 	b.mu.Unlock()
-	if len(q) != 1 || string(q[0].msg.Payload) != "abcdefg" || b.Metrics.QueueOverflow.Load() != 1 {
+	var body *inflight.Message
+	if len(q) == 1 {
+		body, _ = b.journal.LoadMessage(q[0].msg.Seq)
+	}
+	if body == nil || string(body.Payload) != "abcdefg" || b.Metrics.QueueOverflow.Load() != 1 {
 		t.Fatalf("queue %d messages, dropped %d; want the new one only, 1 dropped", len(q), b.Metrics.QueueOverflow.Load())
 	}
 }

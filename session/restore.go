@@ -43,15 +43,22 @@ func (b *Broker) restore(rec *inflight.Recovered) {
 		for _, o := range rs.Outbound {
 			e := &inflight.OutboundEntry{OutboundRecord: o}
 			if o.State == inflight.PublishSent {
-				e.Msg = rec.Messages[o.MsgSeq]
+				e.Msg = rec.Messages[o.MsgSeq] // the body stays in the file until it is sent
 				s.hold(e.Msg)
 			}
 			s.outbound.Add(e)
 			s.order = max(s.order, o.Order)
 		}
-		for _, q := range rs.Queue {
-			s.queue = append(s.queue, &queued{order: q.Order, qos: q.QoS, msg: rec.Messages[q.MsgSeq], subIDs: q.SubIDs, retain: q.Retain})
-			s.hold(rec.Messages[q.MsgSeq])
+		// One allocation for the whole queue, not one per entry: a million queued messages are
+		// restored in less time and memory. No body: it is read from the file when it is sent
+		// (Broker.body).
+		entries := make([]queued, len(rs.Queue))
+		s.queue = make([]*queued, len(rs.Queue))
+		for i, q := range rs.Queue {
+			m := rec.Messages[q.MsgSeq]
+			entries[i] = queued{order: q.Order, qos: q.QoS, msg: m, subIDs: q.SubIDs, retain: q.Retain}
+			s.queue[i] = &entries[i]
+			s.hold(m)
 			s.order = max(s.order, q.Order)
 		}
 		b.sessions[s.ClientID] = s

@@ -26,7 +26,7 @@ func (b *Broker) resume(batch *inflight.Batch, s *Session, req ConnectRequest, o
 		case e.State == inflight.PubrelSent: // PUBREL is never held back by the quota [MQTT-4.9.0-3]
 			s.sent++
 			out.add(s.conn, ack(packets.Pubrel, e.PacketID, reason.Success))
-		case s.sent < s.receiveMax && len(s.unsent) == 0 && b.reserveResend(s, e, now, out):
+		case s.sent < s.receiveMax && len(s.unsent) == 0 && b.reserveResend(batch, s, e, now, out):
 		default:
 			s.unsent[e.PacketID] = true
 		}
@@ -35,9 +35,15 @@ func (b *Broker) resume(batch *inflight.Batch, s *Session, req ConnectRequest, o
 }
 
 // reserveResend queues e's PUBLISH again with DUP=1 and its id [MQTT-3.3.1-1] if the connection's
-// write queue has room for it. Caller holds b.mu.
-func (b *Broker) reserveResend(s *Session, e *inflight.OutboundEntry, now int64, out *outbox) bool {
-	pk := publishPacket(e.Msg, e.PacketID, e.QoS, true, e.Retain, e.SubIDs, now)
+// write queue has room for it, and reports whether it is done with e: an entry whose body cannot
+// be read is dropped as if delivered (body). Caller holds b.mu.
+func (b *Broker) reserveResend(batch *inflight.Batch, s *Session, e *inflight.OutboundEntry, now int64, out *outbox) bool {
+	if e.Body = b.body(s, e.Body, e.Msg); e.Body == nil {
+		s.unsent[e.PacketID] = true // it used no slot: free gives none back
+		b.free(batch, s, e.PacketID)
+		return true
+	}
+	pk := publishPacket(e.Body, e.PacketID, e.QoS, true, e.Retain, e.SubIDs, now)
 	if !s.conn.Reserve(PublishCost(&pk)) {
 		return false
 	}

@@ -50,11 +50,13 @@ type Session struct {
 	unsent        map[uint16]bool // outbound entries not yet resent on this connection
 }
 
-// queued is one message waiting in a session's queue.
+// queued is one message waiting in a session's queue: its index entry, and its body while the
+// session pins it (pinned).
 type queued struct {
 	order  uint64
 	qos    byte
-	msg    *inflight.Message
+	msg    *inflight.Handle
+	body   *inflight.Message // nil: in the file, read when sent (Broker.body)
 	subIDs []int
 	retain bool
 }
@@ -85,6 +87,28 @@ func (s *Session) mayConnect(username string) bool {
 	return !s.owned || s.Username == username
 }
 
+// pinned returns m if s keeps the bodies of its messages in memory, nil if it leaves them in the
+// file. A session that is not durable has no file to read them from; a connected one is sending
+// them soon, and a live message should not be read back from the file it was just written to. A
+// durable session that is offline keeps none (unpin). Caller holds Broker.mu.
+func (s *Session) pinned(m *inflight.Message) *inflight.Message {
+	if !s.durable() || s.connected() {
+		return m
+	}
+	return nil
+}
+
+// unpin lets go of the bodies s holds, when it goes offline: they are in the file, or in a batch
+// not yet committed, which keeps them until its commit. Caller holds Broker.mu; s is durable.
+func (s *Session) unpin() {
+	for _, q := range s.queue {
+		q.body = nil
+	}
+	for _, e := range s.outbound.InOrder() {
+		e.Body = nil
+	}
+}
+
 // nextOrder hands out the next delivery order. Caller holds Broker.mu.
 func (s *Session) nextOrder() uint64 {
 	s.order++
@@ -92,7 +116,7 @@ func (s *Session) nextOrder() uint64 {
 }
 
 // release drops the session's durable reference to m. Caller holds Broker.mu.
-func (s *Session) release(batch *inflight.Batch, m *inflight.Message) {
+func (s *Session) release(batch *inflight.Batch, m *inflight.Handle) {
 	if m != nil && s.durable() && m.Unref() {
 		batch.DeleteMessage(m.Seq)
 	}

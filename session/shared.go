@@ -28,14 +28,18 @@ type group struct {
 	next         int                                    // round-robin cursor into members
 	waiting      []*sharedMsg                           // sent to no member yet, by order
 	order        uint64                                 // last order handed out
-	heldBytes    int64                                  // bodies of the waiting messages
+	heldBytes    int64                                  // bodies of the waiting messages, in memory or in the file
 }
 
-// sharedMsg is one QoS 1 or 2 message of a group: waiting (member "") or sent to a member.
+// sharedMsg is one QoS 1 or 2 message of a group: waiting (member "") or sent to a member. Like a
+// session's queue entry it holds the message's index entry, and its body only while the message is
+// being routed (a live message); a waiting message's body is in the file (or in a batch, the cache,
+// the log), read when it is sent (sharedBody).
 type sharedMsg struct {
 	g        *group
 	order    uint64
-	msg      *inflight.Message
+	msg      *inflight.Handle
+	body     *inflight.Message // nil: read when sent
 	member   string
 	packetID uint16
 	qos      byte
@@ -145,7 +149,7 @@ func removeGroup(gs []*group, g *group) []*group {
 // complete them as usual. Caller holds b.mu.
 func (b *Broker) dropGroup(batch *inflight.Batch, g *group) {
 	for _, sm := range g.waiting {
-		b.dropped(g.key, sm.msg.Topic, SharedNoMember)
+		b.dropped(g.key, b.sharedTopic(sm), SharedNoMember)
 		b.forgetShared(batch, sm)
 	}
 	g.waiting = nil
@@ -174,6 +178,31 @@ func (b *Broker) forgetShared(batch *inflight.Batch, sm *sharedMsg) {
 	}
 }
 
+// sharedBody returns the body of sm, about to be sent: the one it holds, or the journal's. One that
+// cannot be read is logged, counted (Unreadable) and forgotten by the group, and nil is returned.
+// Caller holds b.mu.
+func (b *Broker) sharedBody(batch *inflight.Batch, sm *sharedMsg) *inflight.Message {
+	if sm.body != nil {
+		return sm.body
+	}
+	body := b.loadBody(sm.g.key, sm.msg)
+	if body == nil && sm.order != 0 {
+		b.forgetShared(batch, sm)
+	}
+	return body
+}
+
+// sharedTopic is the topic of sm's message, for OnDrop: see topicOf. Caller holds b.mu.
+func (b *Broker) sharedTopic(sm *sharedMsg) string {
+	if sm.body != nil {
+		return sm.body.Topic
+	}
+	if m, err := b.journal.LoadMessage(sm.msg.Seq); err == nil {
+		return m.Topic
+	}
+	return ""
+}
+
 // sharedMatches is the groups whose filter matches topic name. Caller holds b.mu.
 func (b *Broker) sharedMatches(name string) []*group {
 	if len(b.shared.groups) == 0 {
@@ -190,7 +219,7 @@ func (b *Broker) groupHasRoom(g *group, m *inflight.Message) bool {
 	if len(g.waiting) >= b.opts.MaxQueued {
 		return false
 	}
-	return g.heldBytes == 0 || g.heldBytes+messageBytes(m) <= b.opts.MaxQueuedBytes
+	return g.heldBytes == 0 || g.heldBytes+m.Handle().Size() <= b.opts.MaxQueuedBytes
 }
 
 // sharedFull returns a stand-in session named after the first group in gs whose queue cannot take
@@ -217,8 +246,8 @@ func (b *Broker) routeShared(batch *inflight.Batch, gs []*group, m *inflight.Mes
 		}
 		given++
 		if m.QoS == 0 {
-			if s := b.pickMember(g, m, nil, true); s != nil {
-				b.sendShared(batch, g, &sharedMsg{g: g, msg: m}, s, now, out)
+			if s := b.pickMember(g, m.Topic, nil, true); s != nil {
+				b.sendShared(batch, g, &sharedMsg{g: g, msg: m.Handle(), body: m}, s, now, out)
 			} else {
 				b.dropped(g.key, m.Topic, SharedNoMember)
 			}
@@ -229,15 +258,16 @@ func (b *Broker) routeShared(batch *inflight.Batch, gs []*group, m *inflight.Mes
 			continue
 		}
 		g.order++
-		sm := &sharedMsg{g: g, order: g.order, msg: m}
+		sm := &sharedMsg{g: g, order: g.order, msg: m.Handle(), body: m}
 		if m.Ref() {
-			batch.PutMessage(m)
+			batch.PutMessage(m) // the batch keeps the body until its commit (LoadMessage finds it)
 		}
-		if len(g.waiting) == 0 && b.offer(batch, g, sm, now, out, make(map[string]bool)) {
+		if len(g.waiting) == 0 && b.offer(batch, g, sm, m, now, out, make(map[string]bool)) {
 			continue
 		}
+		sm.body = nil // waiting: the body is in the file, read when it is sent
 		g.waiting = append(g.waiting, sm)
-		g.heldBytes += messageBytes(m)
+		g.heldBytes += sm.msg.Size()
 		batch.PutShared(sm.record())
 	}
 	return given
@@ -251,7 +281,7 @@ func (b *Broker) makeGroupRoom(batch *inflight.Batch, g *group, m *inflight.Mess
 	}
 	for len(g.waiting) > 0 && !b.groupHasRoom(g, m) {
 		sm := b.popWaiting(g)
-		b.dropped(g.key, sm.msg.Topic, QueueFull)
+		b.dropped(g.key, b.sharedTopic(sm), QueueFull)
 		b.forgetShared(batch, sm)
 	}
 	return b.groupHasRoom(g, m)
@@ -262,20 +292,26 @@ func (b *Broker) popWaiting(g *group) *sharedMsg {
 	sm := g.waiting[0]
 	g.waiting[0] = nil
 	g.waiting = g.waiting[1:]
-	g.heldBytes -= messageBytes(sm.msg)
+	g.heldBytes -= sm.msg.Size()
 	return sm
 }
 
-// canTake reports whether member s can be sent a message of g at once: connected, its resends
-// done, below its Receive Maximum, allowed to read the topic. Caller holds b.mu.
-func (b *Broker) canTake(s *Session, m *inflight.Message) bool {
-	return s != nil && s.connected() && len(s.unsent) == 0 && s.sent < s.receiveMax && b.mayRead(s, m.Topic)
+// canSend reports whether member s can be sent a message at once: connected, its resends done,
+// below its Receive Maximum. Caller holds b.mu.
+func canSend(s *Session) bool {
+	return s != nil && s.connected() && len(s.unsent) == 0 && s.sent < s.receiveMax
 }
 
-// pickMember returns the next member of g, round robin, that can take m at once, skipping those in
-// skip; nil if none. A QoS 0 message (qos0) needs no send quota: any connected member that may
-// read it takes it. Caller holds b.mu.
-func (b *Broker) pickMember(g *group, m *inflight.Message, skip map[string]bool, qos0 bool) *Session {
+// canTake reports whether member s can be sent a message on topic at once: canSend, and allowed
+// to read the topic. Caller holds b.mu.
+func (b *Broker) canTake(s *Session, topic string) bool {
+	return canSend(s) && b.mayRead(s, topic)
+}
+
+// pickMember returns the next member of g, round robin, that can take a message on topic at once,
+// skipping those in skip; nil if none. A QoS 0 message (qos0) needs no send quota: any connected
+// member that may read it takes it. Caller holds b.mu.
+func (b *Broker) pickMember(g *group, topic string, skip map[string]bool, qos0 bool) *Session {
 	for range len(g.members) {
 		g.next = (g.next + 1) % len(g.members)
 		id := g.members[g.next]
@@ -283,26 +319,28 @@ func (b *Broker) pickMember(g *group, m *inflight.Message, skip map[string]bool,
 			continue
 		}
 		s := b.sessions[id]
-		if qos0 && s != nil && s.connected() && b.mayRead(s, m.Topic) || !qos0 && b.canTake(s, m) {
+		if qos0 && s != nil && s.connected() && b.mayRead(s, topic) || !qos0 && b.canTake(s, topic) {
 			return s
 		}
 	}
 	return nil
 }
 
-// sendShared sends sm to member s at min(message QoS, the member's subscription QoS) and records
-// which member holds it; sm is not in g.waiting. At QoS 0 the group is done with it at once. It
-// returns noRoom, with nothing changed, when s's write queue is full. Caller holds b.mu.
+// sendShared sends sm, whose body is body, to member s at min(message QoS, the member's
+// subscription QoS) and records which member holds it; sm is not in g.waiting. At QoS 0 the group
+// is done with it at once. It returns noRoom, with nothing changed, when s's write queue is full.
+// Caller holds b.mu.
 func (b *Broker) sendShared(batch *inflight.Batch, g *group, sm *sharedMsg, s *Session, now int64, out *outbox) sendResult {
+	body := sm.body
 	sub := g.subs[s.ClientID]
-	qos := min(sm.msg.QoS, sub.QoS) // [MQTT-3.8.4-8]
+	qos := min(body.QoS, sub.QoS) // [MQTT-3.8.4-8]
 	var subIDs []int
 	if sub.Identifier > 0 {
 		subIDs = []int{sub.Identifier}
 	}
-	retain := sub.RetainAsPublished && sm.msg.Retain
+	retain := sub.RetainAsPublished && body.Retain
 	if qos == 0 {
-		pk := publishPacket(sm.msg, 0, 0, false, retain, subIDs, now)
+		pk := publishPacket(body, 0, 0, false, retain, subIDs, now)
 		if b.checkSize(s, pk) {
 			out.add(s.conn, pk)
 		}
@@ -311,7 +349,7 @@ func (b *Broker) sendShared(batch *inflight.Batch, g *group, sm *sharedMsg, s *S
 		}
 		return sent
 	}
-	q := &queued{order: s.nextOrder(), qos: qos, msg: sm.msg, subIDs: subIDs, retain: retain}
+	q := &queued{order: s.nextOrder(), qos: qos, msg: sm.msg, body: body, subIDs: subIDs, retain: retain}
 	s.hold(sm.msg)
 	switch b.send(batch, s, q, now, out) {
 	case noRoom:
@@ -322,6 +360,7 @@ func (b *Broker) sendShared(batch *inflight.Batch, g *group, sm *sharedMsg, s *S
 		b.forgetShared(batch, sm)
 		return discarded
 	}
+	sm.body = nil // the member's outbound entry holds it while it needs it
 	// send queued the PUBLISH last in out; its packet id is the member's outbound id.
 	sm.member, sm.packetID, sm.qos = s.ClientID, (*out)[len(*out)-1].pk.PacketID, qos
 	ids := b.shared.sent[s.ClientID]
@@ -334,18 +373,21 @@ func (b *Broker) sendShared(batch *inflight.Batch, g *group, sm *sharedMsg, s *S
 	return sent
 }
 
-// offer sends sm to the next member that can take it at once, and reports whether one did (or
-// the message was discarded as too large for it). Members whose write queue turns it away are
-// added to full and not asked again. Caller holds b.mu.
-func (b *Broker) offer(batch *inflight.Batch, g *group, sm *sharedMsg, now int64, out *outbox, full map[string]bool) bool {
+// offer sends sm, whose body is body, to the next member that can take it at once, and reports
+// whether one did (or the message was discarded as too large for it). Members whose write queue
+// turns it away are added to full and not asked again. Caller holds b.mu.
+func (b *Broker) offer(batch *inflight.Batch, g *group, sm *sharedMsg, body *inflight.Message, now int64, out *outbox, full map[string]bool) bool {
 	for {
-		s := b.pickMember(g, sm.msg, full, false)
+		s := b.pickMember(g, body.Topic, full, false)
 		if s == nil {
 			return false
 		}
-		if b.sendShared(batch, g, sm, s, now, out) != noRoom {
+		sm.body = body
+		res := b.sendShared(batch, g, sm, s, now, out)
+		if res != noRoom {
 			return true
 		}
+		sm.body = nil
 		full[s.ClientID] = true
 	}
 }
@@ -359,22 +401,41 @@ func (b *Broker) dispatch(batch *inflight.Batch, g *group, out *outbox) {
 		sm := g.waiting[0]
 		if sm.msg.Expired(now) { // [MQTT-3.3.2-5]
 			b.popWaiting(g)
-			b.dropped(g.key, sm.msg.Topic, Expired)
+			b.dropped(g.key, b.sharedTopic(sm), Expired)
 			b.forgetShared(batch, sm)
 			continue
 		}
-		if !b.offer(batch, g, sm, now, out, full) {
+		if !b.anyCanSend(g, full) {
+			return // no body read for a message no member can take now
+		}
+		body := b.sharedBody(batch, sm)
+		if body == nil { // unreadable: dropped, counted and forgotten (sharedBody)
+			b.popWaiting(g)
+			continue
+		}
+		if !b.offer(batch, g, sm, body, now, out, full) {
 			return
 		}
 		b.popWaiting(g)
 	}
 }
 
+// anyCanSend reports whether a member of g not in skip can be sent a message at once, its
+// permission to read the topic aside. Caller holds b.mu.
+func (b *Broker) anyCanSend(g *group, skip map[string]bool) bool {
+	for _, id := range g.members {
+		if !skip[id] && canSend(b.sessions[id]) {
+			return true
+		}
+	}
+	return false
+}
+
 // fillShared gives s, whose send quota has room, the waiting messages of its groups. It is the end
 // of fill: a member's own queue goes first. Caller holds b.mu.
 func (b *Broker) fillShared(batch *inflight.Batch, s *Session, out *outbox) {
 	for _, g := range b.shared.memberOf[s.ClientID] {
-		if len(g.waiting) > 0 && b.canTake(s, g.waiting[0].msg) {
+		if len(g.waiting) > 0 && canSend(s) {
 			b.dispatch(batch, g, out)
 		}
 	}
@@ -409,7 +470,7 @@ func (b *Broker) memberGone(batch *inflight.Batch, s *Session) {
 		case ok && e.State == inflight.PublishSent && sm.qos == 1:
 			b.requeue(batch, sm)
 		case ok && e.State == inflight.PublishSent:
-			b.dropped(sm.g.key, sm.msg.Topic, SharedMemberGone)
+			b.dropped(sm.g.key, b.sharedTopic(sm), SharedMemberGone)
 			b.forgetShared(batch, sm)
 		default:
 			b.forgetShared(batch, sm)
@@ -428,7 +489,8 @@ func (b *Broker) requeue(batch *inflight.Batch, sm *sharedMsg) {
 	g.waiting = append(g.waiting, nil)
 	copy(g.waiting[i+1:], g.waiting[i:])
 	g.waiting[i] = sm
-	g.heldBytes += messageBytes(sm.msg)
+	g.heldBytes += sm.msg.Size()
+	sm.body = nil // waiting: read from the file when it is sent again
 	batch.PutShared(sm.record())
 	b.shared.kick[g] = true
 }

@@ -26,7 +26,7 @@ func (b *Broker) restoreShared(rec *inflight.Recovered) {
 		if g == nil {
 			g = &group{key: key, name: r.Group, filter: r.Filter} // gone: only to name the records
 			sm := &sharedMsg{g: g, order: r.Order, msg: m}
-			b.dropped(key, m.Topic, SharedNoMember)
+			b.dropped(key, b.sharedTopic(sm), SharedNoMember)
 			b.forgetShared(batch, sm)
 			lost++
 			continue
@@ -35,7 +35,7 @@ func (b *Broker) restoreShared(rec *inflight.Recovered) {
 		sm := &sharedMsg{g: g, order: r.Order, msg: m}
 		if r.Waiting() {
 			g.waiting = append(g.waiting, sm)
-			g.heldBytes += messageBytes(m)
+			g.heldBytes += m.Size()
 			continue
 		}
 		sm.member, sm.packetID, sm.qos = r.Member, r.PacketID, r.QoS
@@ -54,7 +54,7 @@ func (b *Broker) restoreShared(rec *inflight.Recovered) {
 			b.requeue(batch, sm)
 			continue
 		}
-		b.dropped(key, m.Topic, SharedMemberGone)
+		b.dropped(key, b.sharedTopic(sm), SharedMemberGone)
 		b.forgetShared(batch, sm)
 		lost++
 	}

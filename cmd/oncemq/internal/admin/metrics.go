@@ -130,6 +130,7 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descDropped, st.DroppedQueueFull, string(mqtt.DropQueueFull))
 	counter(descDropped, st.DroppedExpired, string(mqtt.DropExpired))
 	counter(descDropped, st.DroppedTooLarge, string(mqtt.DropTooLarge))
+	counter(descDropped, st.DroppedUnreadable, string(mqtt.DropUnreadable))
 	counter(descDropped, st.DroppedQoS0, "qos0-connection-overflow")
 	counter(descDropped, st.NotAuthorized, "not-authorized")
 	counter(descDropped, st.DroppedSharedNoMember, string(mqtt.DropSharedNoMember))

@@ -33,7 +33,7 @@ func withDefaults(c config) config {
 }
 
 // defaultLimits are the limits' defaults as the options table states them.
-var defaultLimits = limits{MaxQueuedBytes: 64 << 20, MaxSubscriptions: 1000, MaxSessions: 200000, MaxRetained: 100000,
+var defaultLimits = limits{MessageCache: 32 << 20, MaxQueuedBytes: 64 << 20, MaxSubscriptions: 1000, MaxSessions: 200000, MaxRetained: 100000,
 	MaxRetainedBytes: 256 << 20, MaxWillSize: 64 << 10, MaxConnections: 100000, WriteQueueBytes: 4 << 20,
 	ReadBudgetBytes: 64 << 20, PacketTimeout: 30 * time.Second, ReceiveMaximum: 1024}
 

@@ -12,6 +12,7 @@ import (
 // limits are the settings that bound what clients may make the broker hold, as mqtt.Options takes
 // them. Each has a row in options.
 type limits struct {
+	MessageCache     int64
 	MaxQueuedBytes   int64
 	QueueFull        mqtt.QueueFullPolicy
 	MaxSubscriptions int
@@ -30,7 +31,7 @@ type limits struct {
 
 // apply copies the limits into o.
 func (l limits) apply(o *mqtt.Options) {
-	o.MaxQueuedBytes, o.QueueFull = l.MaxQueuedBytes, l.QueueFull
+	o.MessageCache, o.MaxQueuedBytes, o.QueueFull = l.MessageCache, l.MaxQueuedBytes, l.QueueFull
 	o.MaxSubscriptions, o.MaxSessions = l.MaxSubscriptions, l.MaxSessions
 	o.MaxRetained, o.MaxRetainedBytes, o.MaxWillSize = l.MaxRetained, l.MaxRetainedBytes, l.MaxWillSize
 	o.MaxConnections, o.WriteQueueBytes, o.ReadBudgetBytes = l.MaxConnections, l.WriteQueueBytes, l.ReadBudgetBytes
@@ -40,6 +41,9 @@ func (l limits) apply(o *mqtt.Options) {
 
 // limitOptions are the rows of options for the limits.
 var limitOptions = []option{
+	{"message-cache", "ONCEMQ_MESSAGE_CACHE", "BYTES", "32MiB", "most bytes of message bodies kept in memory once they are in the file\n" +
+		"(queued for offline sessions, or read back to be sent)",
+		bytesSetter(func(c *config, n int64) { c.Limits.MessageCache = n })},
 	{"max-queued-bytes", "ONCEMQ_MAX_QUEUED_BYTES", "BYTES", "64MiB", "most bytes of message bodies a session holds, queued or in flight",
 		bytesSetter(func(c *config, n int64) { c.Limits.MaxQueuedBytes = n })},
 	{"queue-full", "ONCEMQ_QUEUE_FULL", "POLICY", "refuse", "a QoS 1/2 message for a full session: refuse (0x97 before any ack),\ndrop-new or drop-oldest (acknowledged, dropped and counted)", setQueueFull},
