@@ -21,10 +21,17 @@ var ErrTextFrame = errors.New("websocket: text message received; MQTT needs bina
 // conn is a WebSocket connection seen as a byte stream: Read returns the payloads of the binary
 // messages one after the other, whatever their boundaries, since a message may hold several MQTT
 // packets or part of one [MQTT-6.0.0-2]; each Write sends one binary message [MQTT-6.0.0-1].
+//
+// A client library may write one packet in several Writes (paho.golang writes the fixed header,
+// then each piece of the body), from more than one goroutine (its pinger beside the application).
+// On TCP such a packet goes out in one writev; here each Write is a message of its own, so the
+// pieces of two packets could interleave in the stream. conn is therefore a sync.Locker: paho
+// holds Lock around the Writes of one packet, which keeps every packet whole in the stream.
 type conn struct {
 	ws *gws.Conn
 	r  io.Reader // the message being read; nil between messages. Reader only.
 
+	pmu sync.Mutex // held by a writer across the Writes of one packet (Lock, Unlock)
 	wmu sync.Mutex // one writer at a time, as gorilla/websocket requires
 
 	closeOnce sync.Once
@@ -89,6 +96,14 @@ func readError(err error) error {
 	}
 	return err
 }
+
+// Lock reserves the connection's writing for one packet written in several Writes; other Lock
+// callers wait until Unlock. Write does not take it: a packet written in one Write needs no Lock.
+// paho.golang's ControlPacket.WriteTo calls it on a connection that is a sync.Locker.
+func (c *conn) Lock() { c.pmu.Lock() }
+
+// Unlock ends what Lock began.
+func (c *conn) Unlock() { c.pmu.Unlock() }
 
 func (c *conn) Write(p []byte) (int, error) {
 	c.wmu.Lock()
