@@ -141,7 +141,12 @@ func connectAndPublish(ctx context.Context, url, id string) error {
 	if err != nil {
 		return err
 	}
-	pub := paho.NewClient(paho.ClientConfig{ClientID: id, Conn: nc})
+	// A DISCONNECT from the broker ends the wait for PUBCOMP at once, with its reason.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	pub := paho.NewClient(paho.ClientConfig{ClientID: id, Conn: nc, OnServerDisconnect: func(d *paho.Disconnect) {
+		cancel(fmt.Errorf("the broker sent DISCONNECT with reason 0x%02X", d.ReasonCode))
+	}})
 	if _, err := pub.Connect(ctx, &paho.Connect{ClientID: id, CleanStart: true, KeepAlive: 30}); err != nil {
 		nc.Close()
 		return fmt.Errorf("%s: connect: %w", id, err)
@@ -149,7 +154,7 @@ func connectAndPublish(ctx context.Context, url, id string) error {
 	defer func() { _ = pub.Disconnect(&paho.Disconnect{}) }()
 	r, err := pub.Publish(ctx, &paho.Publish{Topic: "ws/" + id, QoS: 2, Payload: []byte(id)})
 	if err != nil {
-		return fmt.Errorf("%s: QoS 2 publish: %w", id, err)
+		return fmt.Errorf("%s: QoS 2 publish: %w (%v)", id, err, context.Cause(ctx))
 	}
 	if r.ReasonCode != 0 {
 		return fmt.Errorf("%s: QoS 2 publish: reason 0x%02X", id, r.ReasonCode)
