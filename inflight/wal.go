@@ -232,7 +232,8 @@ func (j *Journal) checkpointAll() error {
 }
 
 // checkpoint applies the batches of seg to bbolt in one synced transaction that also stores the
-// index of its last record, then empties seg. A crash before the commit replays the segment at
+// index of its last record, then empties seg. Puts that a later change of seg overwrites or
+// deletes are skipped (superseded.go): the transaction's end state is the same. A crash before the commit replays the segment at
 // start-up; a crash after it, before the segment is emptied, finds records the index covers and
 // skips them.
 func (j *Journal) checkpoint(seg *segment) (err error) {
@@ -248,11 +249,15 @@ func (j *Journal) checkpoint(seg *segment) (err error) {
 			if err != nil {
 				return err
 			}
+			skip, i := superseded(seg.logged), 0
 			for _, b := range seg.logged {
 				for k := range b.ops {
-					if err := bk.apply(&b.ops[k]); err != nil {
-						return err
+					if !skip[i] {
+						if err := bk.apply(&b.ops[k]); err != nil {
+							return err
+						}
 					}
+					i++
 				}
 			}
 			return putLogIndex(tx, seg.last)

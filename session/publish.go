@@ -83,16 +83,18 @@ func (b *Broker) accept(s *Session, c Conn, m *inflight.Message, id uint16, dedu
 	if matched == 0 && s.protocolVersion == 5 {
 		code = reason.NoMatchingSubscribers
 	}
-	var reply packets.Packet
+	// The acknowledgement is built in the callback, from its type: a packet captured by the
+	// closure would be a heap allocation of the whole packet struct for every message.
+	var replyType byte
 	switch m.QoS {
 	case 1:
-		reply = ack(packets.Puback, id, code)
+		replyType = packets.Puback
 	case 2:
 		s.inbound.Add(id, byte(code))
 		if s.durable() {
 			batch.PutInbound(s.ClientID, id, byte(code))
 		}
-		reply = ack(packets.Pubrec, id, code)
+		replyType = packets.Pubrec
 	}
 	if m.QoS > 0 {
 		b.dedupRemember(batch, dedupKey, code)
@@ -110,7 +112,8 @@ func (b *Broker) accept(s *Session, c Conn, m *inflight.Message, id uint16, dedu
 			c.Close(reason.UnspecifiedError)
 			return
 		}
-		if m.QoS > 0 {
+		if replyType != 0 {
+			reply := ack(replyType, id, code)
 			failpoint.BeforeSend(&reply)
 			c.Send(reply)
 		}
