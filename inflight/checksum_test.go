@@ -639,3 +639,50 @@ func TestRepairTakesTheLog(t *testing.T) {
 		t.Errorf("after repair %d messages intact, want 20", len(got))
 	}
 }
+
+// A file with damage and log records it does not have yet (a kill between checkpoints): start-up
+// walks the pages only before opening for writing, replays the log and reads the state in one
+// write transaction, finds the damage there and rolls back, so the refused file and its log stay
+// byte for byte as they were (what repair needs).
+func TestDamageFoundAfterReplayLeavesFileAndLog(t *testing.T) {
+	_, good := queuedStore(t, 20)
+	path := copyTo(t, good)
+	j, _, err := Open(path, &Options{Logger: testLogger(&logBuffer{}), wal: walOptions{maxRecords: 1 << 30, maxAge: 1 << 62}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b Batch
+	b.PutInbound("sub", 11, 0)
+	mustCommit(t, j, &b)
+	segs := segmentPaths(path)
+	crashed := map[string][]byte{}
+	for _, p := range append(segs[:], path) {
+		data, err := os.ReadFile(p)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+		crashed[p] = data
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	at, _ := storedAt(t, path, crashed[path], bucketQueue, orderKey("sub", 7))
+	for _, i := range at {
+		crashed[path][i+4] ^= 0x10
+	}
+	for p, data := range crashed {
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, _, err = Open(path, &Options{Logger: testLogger(&logBuffer{})})
+	var de *DamageError
+	if !errors.As(err, &de) || !strings.Contains(err.Error(), `bucket queue key "sub\x00\x00\x00\x00\x00\x00\x00\x00\a"`) {
+		t.Fatalf("Open = %v, want the damaged queue record listed", err)
+	}
+	for p, data := range crashed {
+		if after, err := os.ReadFile(p); err != nil || !bytes.Equal(after, data) {
+			t.Errorf("%s changed by the refused start (%v)", p, err)
+		}
+	}
+}
