@@ -1,131 +1,22 @@
 package inflight
 
-// The power-loss test. The log is written through recordingLog, which keeps, beside the bytes
-// written, the bytes a sync covered; the bbolt file is copied after each of its commits, all
-// synced. A power loss at any point of the run is then rebuilt: the log is what the last sync
-// covered, plus none, all or a torn part of what was written after it; the bbolt file is the copy
-// of its last commit. Open recovers from those two files, and the state it reads must be the state
-// after some prefix of the submitted batches that contains every acknowledged one: nothing
-// acknowledged is lost, no batch is half there, and none is there without the ones before it.
+// The power-loss test of the journal. The log is written through recordingLog (powerdisk_test.go),
+// which keeps, beside the bytes written, the bytes a sync covered; the bbolt file is copied after
+// each of its commits, all synced. A power loss at any point of the run is then rebuilt: the log is
+// what the last sync covered, plus none, all or a torn part of what was written after it; the bbolt
+// file is the copy of its last commit. Open recovers from those two files, and the state it reads
+// must be the state after some prefix of the submitted batches that contains every acknowledged
+// one: nothing acknowledged is lost, no batch is half there, and none is there without the ones
+// before it. The same disk under a whole broker and real MQTT clients: powerloss_mqtt_test.go.
 
 import (
-	"bytes"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
-
-	bolt "go.etcd.io/bbolt"
 )
-
-// diskState is the durable picture at one moment of the run.
-type diskState struct {
-	logs     [2]fileState // the log's segments
-	snapshot int          // index of the last bbolt copy
-	acks     int          // batches acknowledged so far
-	what     string       // the event that ended here
-}
-
-// fileState is one log file as a power loss can leave it.
-type fileState struct {
-	synced   []byte // as of its last sync
-	unsynced []byte // appended since, which a power loss may keep all, part or none of
-}
-
-// recorder is the disk of one run.
-type recorder struct {
-	mu        sync.Mutex
-	files     [2]recordedFile
-	snapshots [][]byte // bbolt file after each commit
-	acks      int
-	states    []diskState
-}
-
-type recordedFile struct {
-	content []byte // as written
-	synced  []byte
-	cut     bool // truncated since the last sync: only synced can survive
-}
-
-func (r *recorder) note(what string) {
-	st := diskState{snapshot: len(r.snapshots) - 1, acks: r.acks, what: what}
-	for i, f := range r.files {
-		st.logs[i].synced = bytes.Clone(f.synced)
-		if !f.cut && len(f.content) > len(f.synced) && bytes.HasPrefix(f.content, f.synced) {
-			st.logs[i].unsynced = bytes.Clone(f.content[len(f.synced):])
-		}
-	}
-	r.states = append(r.states, st)
-}
-
-func (r *recorder) ack() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.acks++
-	r.note("ack")
-}
-
-func (r *recorder) snapshot(db *bolt.DB) {
-	var buf bytes.Buffer
-	if err := db.View(func(tx *bolt.Tx) error { _, err := tx.WriteTo(&buf); return err }); err != nil {
-		panic(err)
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.snapshots = append(r.snapshots, buf.Bytes())
-	r.note("bbolt commit")
-}
-
-// open returns the recording file of a segment.
-func (r *recorder) open(path string) (logFile, error) {
-	for i, p := range segmentPaths(filepath.Join(filepath.Dir(path), "oncemq.db")) {
-		if p == path {
-			return recordingLog{r, i}, nil
-		}
-	}
-	return nil, fmt.Errorf("no segment %s", path)
-}
-
-// recordingLog is one log file of a run.
-type recordingLog struct {
-	r *recorder
-	i int
-}
-
-func (l recordingLog) Write(p []byte) (int, error) {
-	l.r.mu.Lock()
-	defer l.r.mu.Unlock()
-	f := &l.r.files[l.i]
-	f.content = append(f.content, p...)
-	l.r.note("write")
-	return len(p), nil
-}
-
-func (l recordingLog) Sync() error {
-	l.r.mu.Lock()
-	defer l.r.mu.Unlock()
-	f := &l.r.files[l.i]
-	f.synced = bytes.Clone(f.content)
-	f.cut = false
-	l.r.note("sync")
-	return nil
-}
-
-func (l recordingLog) Truncate(size int64) error {
-	l.r.mu.Lock()
-	defer l.r.mu.Unlock()
-	f := &l.r.files[l.i]
-	f.content = f.content[:size:size]
-	f.cut = true
-	l.r.note("truncate")
-	return nil
-}
-
-func (l recordingLog) Close() error { return nil }
 
 // model is the state the batches describe, in the keys canonical() prints.
 type model map[string]string
@@ -267,7 +158,7 @@ func recoveredModel(t *testing.T, j *Journal, rec *Recovered) model {
 // after each prefix of the steps.
 func runRecorded(t *testing.T, steps []step, noSync bool) (*recorder, []string) {
 	t.Helper()
-	r := &recorder{}
+	r := newRecorder(true)
 	opts := &Options{NoSync: noSync, Now: func() int64 { return 1 }, Logger: testLogger(&logBuffer{})}
 	opts.wal = walOptions{
 		openFile:     r.open,
@@ -313,19 +204,10 @@ func runRecorded(t *testing.T, steps []step, noSync bool) (*recorder, []string) 
 // prefixes.
 func loseAndRecover(t *testing.T, r *recorder, st diskState, keep int, prefixes []string) {
 	t.Helper()
-	dir := t.TempDir()
-	db := filepath.Join(dir, "oncemq.db")
-	if err := os.WriteFile(db, r.snapshots[st.snapshot], 0o600); err != nil {
+	db := filepath.Join(t.TempDir(), "oncemq.db")
+	unsynced, err := st.writeFiles(db, r.snapshots[st.snapshot], keep)
+	if err != nil {
 		t.Fatal(err)
-	}
-	unsynced := 0
-	for i, p := range segmentPaths(db) {
-		f := st.logs[i]
-		k := min(keep, len(f.unsynced))
-		unsynced += len(f.unsynced)
-		if err := os.WriteFile(p, append(bytes.Clone(f.synced), f.unsynced[:k]...), 0o600); err != nil {
-			t.Fatal(err)
-		}
 	}
 	// The recovery reads the files above; what it writes to the log after is not checked here,
 	// so the log is opened in memory, which spares preallocating it hundreds of times.

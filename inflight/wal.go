@@ -1,6 +1,7 @@
 package inflight
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"errors"
@@ -411,14 +412,22 @@ func decodeLog(path string, data []byte) (*logRead, error) {
 	return l, nil
 }
 
+// allZero reports whether b holds only zeros. It compares a page at a time with bytes.Equal,
+// whose assembly is about 50 times faster than a loop over the bytes (20 ms against 1 s for the
+// 32 MiB of two preallocated segments in a -race build, where every test that reopens a store
+// scans them), and stops at the first page that is not zero.
 func allZero(b []byte) bool {
-	for _, c := range b {
-		if c != 0 {
+	for len(b) > 0 {
+		n := min(len(b), len(zeroPage))
+		if !bytes.Equal(b[:n], zeroPage[:n]) {
 			return false
 		}
+		b = b[n:]
 	}
 	return true
 }
+
+var zeroPage [4096]byte
 
 // errTorn marks a record that is incomplete or fails its checksum.
 var errTorn = errors.New("incomplete or checksum mismatch")
