@@ -14,11 +14,11 @@ import (
 var powerDisks sync.Map
 
 func init() {
-	testWAL = func(path string) walOptions {
+	testWAL = func(path string) (walOptions, bool) {
 		if d, ok := powerDisks.Load(filepath.Clean(path)); ok {
-			return d.(*PowerDisk).wal
+			return d.(*PowerDisk).wal, true
 		}
-		return walOptions{}
+		return walOptions{}, false
 	}
 }
 

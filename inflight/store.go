@@ -41,8 +41,10 @@ func Open(path string, opts *Options) (*Journal, *Recovered, error) {
 	if o.Now == nil {
 		o.Now = func() int64 { return time.Now().UnixNano() }
 	}
-	if testWAL != nil && o.wal.openFile == nil {
-		o.wal = testWAL(path)
+	if testWAL != nil {
+		if w, ok := testWAL(path); ok {
+			o.wal = w
+		}
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, nil, fmt.Errorf("open %s: create directory: %w", path, err)

@@ -19,11 +19,11 @@ type logFile interface {
 	Close() error
 }
 
-// testWAL, when set, gives the test hooks (walOptions) of the journal opened at path, for a journal
-// that a test cannot reach through Options: one opened by a broker of package mqtt. Only
-// export_test.go sets it, at init of the package's test binary; the product leaves it nil, and no
-// API or binary of the product can set it.
-var testWAL func(path string) walOptions
+// testWAL, when set, gives the test hooks (walOptions) of the journal opened at path, if a test
+// installed some for it, in place of Options': for a journal that a test cannot reach through
+// Options, one opened by a broker of package mqtt. Only export_test.go sets it, at init of the
+// package's test binary; the product leaves it nil, and no API or binary of the product can set it.
+var testWAL func(path string) (walOptions, bool)
 
 // logPath is the log of the data file at path: oncemq.db has oncemq.wal beside it (and its second
 // segment, oncemq.wal.1: segmentPaths).
