@@ -126,7 +126,7 @@ func runPowerLoss(t *testing.T, p plPoint) (syncs int, written int64) {
 	conns, err := w.setUp(b1.addr)
 	if err != nil {
 		b1.disk.LoseNow("set-up failed")
-		b1.close(t)
+		_ = b1.close(t)
 		t.Fatal(err)
 	}
 	b1.disk.Arm(p.atSync, p.atByte)
@@ -141,7 +141,7 @@ func runPowerLoss(t *testing.T, p plPoint) (syncs int, written int64) {
 	}
 	w.stop(conns) // the clients' connections end with the broker's power
 	syncs, written = b1.disk.Counts()
-	b1.close(t)
+	_ = b1.close(t) // an error of the lost power, if any
 	what, checkpoints, unsynced := b1.disk.Loss()
 	keep := p.keep(unsynced)
 	t.Logf("power lost at %s after %d bbolt commits, %d syncs and %d bytes of the log; %d of %d unsynced bytes kept; %d messages acknowledged",
@@ -159,7 +159,7 @@ func runPowerLoss(t *testing.T, p plPoint) (syncs int, written int64) {
 	}
 	conns, err = w.resume(b2.addr)
 	if err != nil {
-		b2.close(t)
+		_ = b2.close(t)
 		t.Fatal(err)
 	}
 	done = w.start(2, conns)
@@ -169,7 +169,9 @@ func runPowerLoss(t *testing.T, p plPoint) (syncs int, written int64) {
 		t.Errorf("after the restart, the clients did not complete in %v", plWait)
 	}
 	w.stop(conns)
-	b2.close(t)
+	if err := b2.close(t); err != nil {
+		t.Errorf("the second broker's Close: %v", err)
+	}
 	b2.disk.LoseNow("after the second broker's close")
 	w.check(t)
 	left := filepath.Join(t.TempDir(), mqtt.DataFile)
@@ -224,16 +226,18 @@ func (b *plBroker) start() error {
 	return nil
 }
 
-// close closes the broker. After a power loss, the disk's writes and syncs, which wait since the
-// loss, fail first, and the journal with them.
-func (b *plBroker) close(t *testing.T) {
+// close closes the broker and returns what Close returned. After a power loss, the disk's writes
+// and syncs, which wait since the loss, fail first, and the journal with them.
+func (b *plBroker) close(t *testing.T) error {
 	b.disk.Release()
-	closed := make(chan struct{})
-	go func() { b.srv.Close(); close(closed) }()
+	closed := make(chan error, 1)
+	go func() { closed <- b.srv.Close() }()
 	select {
-	case <-closed:
+	case err := <-closed:
+		return err
 	case <-time.After(plWait):
-		t.Fatalf("the broker did not close in %v after the power loss", plWait)
+		t.Fatalf("the broker did not close in %v", plWait)
+		return nil
 	}
 }
 
