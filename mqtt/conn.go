@@ -47,9 +47,16 @@ type conn struct {
 	listener   net.Addr      // the address of the listener that accepted nc
 	acceptedAt time.Time     // for the Disconnect event's Duration
 	br         *bufio.Reader // nil while idle between packets
-	hb         [1]byte       // the first byte of the next packet, read without a buffer
-	hbRead     bool          // hb holds a byte not yet decoded
 	overLimit  bool          // accepted past Options.MaxConnections: its CONNECT is refused
+
+	// Reader goroutine only (see socketread.go).
+	pre           [prefixSize]byte // the start of the next burst, read without a buffer while idle
+	preOff, preN  uint8            // pre[preOff:preN] is not yet in the read buffer
+	inLoop        bool             // past CONNECT: the reader sets its own deadlines
+	packetArmed   bool             // packetEnd is set for the packet being read
+	packetEnd     time.Time        // when the rest of the packet being read must have come
+	deadline      time.Time        // the read deadline in force, if deadlineKnown
+	deadlineKnown bool
 
 	// Set by the reader during CONNECT, read-only afterwards.
 	version       byte
@@ -109,28 +116,20 @@ func (c *conn) log() *slog.Logger {
 	return l
 }
 
-// readPacket reads the packet whose start awaitPacket saw: its first byte is in c.hb when the
+// readPacket reads the packet whose start awaitPacket saw: its first bytes are in c.pre when the
 // connection was idle, in the read buffer otherwise.
 //
-// The rest of the packet must arrive within Options.PacketTimeout (or the keep alive, if shorter),
-// and a large body waits for room in the server's read budget before it is allocated.
+// The rest of the packet must arrive within Options.PacketTimeout (or the keep alive, if shorter;
+// see socketReader), and a large body waits for room in the server's read budget before it is
+// allocated.
 func (c *conn) readPacket() (packets.Packet, error) {
-	var hb byte
-	if c.hbRead {
-		c.hbRead = false
-		c.acquireReader()
-		hb = c.hb[0]
-	} else {
-		b, err := c.br.ReadByte()
-		if err != nil {
-			return packets.Packet{}, err
-		}
-		hb = b
+	c.packetArmed = false
+	c.acquireReader()
+	hb, err := c.br.ReadByte()
+	if err != nil {
+		return packets.Packet{}, err
 	}
 	timeout := c.srv.opts.PacketTimeout
-	if c.keepAlive == 0 || c.keepAlive > timeout {
-		_ = c.nc.SetReadDeadline(time.Now().Add(timeout))
-	}
 	held := 0
 	pk, err := readPacketAfter(hb, c.br, c.version, c.srv.opts.MaxPacketSize, func(n int) error {
 		if n < budgetFloor {
@@ -154,7 +153,7 @@ func (c *conn) readPacket() (packets.Packet, error) {
 func (c *conn) acquireReader() {
 	if c.br == nil {
 		c.br = readBuffers.Get().(*bufio.Reader)
-		c.br.Reset(c.nc)
+		c.br.Reset((*socketReader)(c))
 	}
 }
 
