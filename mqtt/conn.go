@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/mochi-mqtt/server/v2/packets"
-	"github.com/oncemq/oncemq/mqtt/internal/wire"
 	"github.com/oncemq/oncemq/session"
 	"github.com/oncemq/oncemq/session/reason"
 )
@@ -30,9 +29,9 @@ const writeTimeout = 30 * time.Second
 var (
 	readBuffers  = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
 	writeBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-	// queues holds emptied outgoing queues: a packet is 800 bytes, and growing a fresh queue for
-	// every burst showed in profiles.
-	queues = sync.Pool{New: func() any { return new([]packets.Packet) }}
+	// queues holds emptied outgoing queues: growing a fresh queue for every burst showed in
+	// profiles.
+	queues = sync.Pool{New: func() any { return new([]session.Outgoing) }}
 )
 
 // maxPooledQueue is the largest queue capacity given back to the pool.
@@ -76,7 +75,7 @@ type conn struct {
 	dropped     atomic.Uint64
 
 	mu          sync.Mutex // guards the following
-	queue       []packets.Packet
+	queue       []session.Outgoing
 	outBytes    int              // bytes queued or reserved for the writer (Options.WriteQueueBytes)
 	wantDrain   bool             // a Reserve was refused: tell the broker when the queue has room again
 	drainTo     *session.Session // c.sess, for the writer, once CONNECT has set it
@@ -166,11 +165,8 @@ func (c *conn) releaseReader() {
 }
 
 // sendCost is what pk counts against the write queue; a QoS 1 or 2 PUBLISH was reserved before.
-func sendCost(pk *packets.Packet) int {
-	if pk.FixedHeader.Type == packets.Publish {
-		return session.PublishCost(pk)
-	}
-	return packetCost
+func sendCost(pk *session.Outgoing) int {
+	return pk.Cost(packetCost)
 }
 
 // Reserve claims n bytes of the write queue for a QoS 1 or 2 PUBLISH about to be sent, unless the
@@ -194,8 +190,9 @@ func (c *conn) Reserve(n int) bool {
 // Send queues pk for the writer. It never blocks. A QoS 0 PUBLISH past the write queue's limit is
 // dropped and counted; a client that lets its acknowledgements pile up past twice the limit is
 // closed, as it does not read.
-func (c *conn) Send(pk packets.Packet) {
-	if pk.FixedHeader.Type == packets.Puback {
+func (c *conn) Send(pk session.Outgoing) {
+	typ := pk.Kind()
+	if typ == packets.Puback {
 		c.qos1Pending.Add(-1)
 	}
 	c.mu.Lock()
@@ -204,9 +201,9 @@ func (c *conn) Send(pk packets.Packet) {
 		return
 	}
 	limit := c.srv.opts.WriteQueueBytes
-	isPublish := pk.FixedHeader.Type == packets.Publish
+	isPublish := typ == packets.Publish
 	switch {
-	case isPublish && pk.FixedHeader.Qos > 0: // reserved
+	case isPublish && pk.QoS > 0: // reserved
 	case isPublish && c.outBytes > 0 && c.outBytes+sendCost(&pk) > limit:
 		c.dropped.Add(1)
 		c.srv.traffic.qos0Overflow.Add(1)
@@ -219,7 +216,7 @@ func (c *conn) Send(pk packets.Packet) {
 		c.outBytes += sendCost(&pk)
 	}
 	if c.queue == nil {
-		c.queue = *queues.Get().(*[]packets.Packet)
+		c.queue = *queues.Get().(*[]session.Outgoing)
 	}
 	c.queue = append(c.queue, pk)
 	c.startWriter()
@@ -291,14 +288,14 @@ func (c *conn) writeLoop() {
 		count, publishes := len(batch), 0
 		for i := range batch {
 			c.encode(buf, &batch[i])
-			if batch[i].FixedHeader.Type == packets.Publish {
+			if batch[i].Kind() == packets.Publish {
 				publishes++
 			}
 		}
 		disconnect := closing && c.version == 5 && closeReason.IsFailure()
 		if disconnect {
 			d := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Disconnect}, ReasonCode: byte(closeReason)}
-			c.encode(buf, &d)
+			c.encodePacket(buf, &d)
 			count++
 		}
 		if buf.Len() > 0 {
@@ -333,7 +330,7 @@ func (c *conn) writeLoop() {
 
 // written gives the bytes of batch back to the write queue and, if a Reserve was refused and half
 // the limit is free again, tells the broker to send what waits. Runs on the writer goroutine.
-func (c *conn) written(batch []packets.Packet) {
+func (c *conn) written(batch []session.Outgoing) {
 	n := 0
 	for i := range batch {
 		n += sendCost(&batch[i])
@@ -364,40 +361,4 @@ func (c *conn) attach(s *session.Session) {
 	c.drainTo = s
 	c.mu.Unlock()
 	c.drainIfRoom()
-}
-
-// encode appends pk to buf in the client's protocol version.
-func (c *conn) encode(buf *bytes.Buffer, pk *packets.Packet) {
-	pk.ProtocolVersion = c.version
-	var err error
-	if pk.FixedHeader.Type == packets.Publish && c.outAliases.max > 0 {
-		err = c.encodeAliased(buf, pk)
-	} else {
-		err = wire.Encode(buf, pk)
-	}
-	if err != nil {
-		c.log().Error("encode failed", slog.String("packet", packets.PacketNames[pk.FixedHeader.Type]), slog.Any("err", err))
-		return
-	}
-	if pk.FixedHeader.Type == packets.Publish {
-		c.srv.traffic.publishSent(pk.FixedHeader.Qos, len(pk.Payload))
-	}
-}
-
-// encodeAliased encodes a PUBLISH to a client that allows topic aliases. A new alias adds 3
-// bytes to the packet: past the client's Maximum Packet Size, which the session checked without
-// it, the packet goes without the alias.
-func (c *conn) encodeAliased(buf *bytes.Buffer, pk *packets.Packet) error {
-	topic, start := pk.TopicName, buf.Len()
-	restore, isNew := c.outAliases.assign(pk)
-	err := wire.Encode(buf, pk)
-	if restore != nil {
-		restore()
-	}
-	if err == nil && isNew && c.maxPacketSize > 0 && uint32(buf.Len()-start) > c.maxPacketSize {
-		buf.Truncate(start)
-		c.outAliases.forget(topic)
-		err = wire.Encode(buf, pk)
-	}
-	return err
 }

@@ -1,15 +1,13 @@
 package session
 
 import (
-	"github.com/mochi-mqtt/server/v2/packets"
-
 	"github.com/oncemq/oncemq/session/internal/failpoint"
 )
 
 // outgoing is a packet for one connection, to be sent once the batch that promises it is committed.
 type outgoing struct {
 	conn Conn
-	pk   packets.Packet
+	pk   Outgoing
 }
 
 // outbox collects the packets a change under Broker.mu wants to send; flush runs in the journal
@@ -17,7 +15,7 @@ type outgoing struct {
 type outbox []outgoing
 
 // add queues pk for c; a nil c (an offline session) gets nothing. Caller holds b.mu.
-func (o *outbox) add(c Conn, pk packets.Packet) {
+func (o *outbox) add(c Conn, pk Outgoing) {
 	if c != nil {
 		*o = append(*o, outgoing{conn: c, pk: pk})
 	}
@@ -28,7 +26,8 @@ func (o *outbox) add(c Conn, pk packets.Packet) {
 // failpoint fires there (a build without the failpoint tag has none).
 func (o outbox) flush() {
 	for i := range o {
-		failpoint.BeforeSend(&o[i].pk)
-		o[i].conn.Send(o[i].pk)
+		pk := &o[i].pk
+		failpoint.BeforeSend(pk.Kind(), pk.QoS, pk.Code)
+		o[i].conn.Send(*pk)
 	}
 }

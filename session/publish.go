@@ -113,9 +113,8 @@ func (b *Broker) accept(s *Session, c Conn, m *inflight.Message, id uint16, dedu
 			return
 		}
 		if replyType != 0 {
-			reply := ack(replyType, id, code)
-			failpoint.BeforeSend(&reply)
-			c.Send(reply)
+			failpoint.BeforeSend(replyType, 0, code)
+			c.Send(ack(replyType, id, code))
 		}
 		out.flush()
 	})

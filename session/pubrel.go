@@ -31,8 +31,7 @@ func (b *Broker) Pubrel(s *Session, c Conn, id uint16) {
 			c.Close(reason.UnspecifiedError)
 			return
 		}
-		pubcomp := ack(packets.Pubcomp, id, code)
-		failpoint.BeforeSend(&pubcomp)
-		c.Send(pubcomp)
+		failpoint.BeforeSend(packets.Pubcomp, 0, code)
+		c.Send(ack(packets.Pubcomp, id, code))
 	})
 }
