@@ -76,10 +76,11 @@ type conn struct {
 
 	mu          sync.Mutex // guards the following
 	queue       []session.Outgoing
-	outBytes    int              // bytes queued or reserved for the writer (Options.WriteQueueBytes)
-	wantDrain   bool             // a Reserve was refused: tell the broker when the queue has room again
-	drainTo     *session.Session // c.sess, for the writer, once CONNECT has set it
-	writing     bool             // a writer goroutine is running (after closing: it ran and closed the socket)
+	queueBox    *[]session.Outgoing // the pool's box queue came in, given back with it (no allocation)
+	outBytes    int                 // bytes queued or reserved for the writer (Options.WriteQueueBytes)
+	wantDrain   bool                // a Reserve was refused: tell the broker when the queue has room again
+	drainTo     *session.Session    // c.sess, for the writer, once CONNECT has set it
+	writing     bool                // a writer goroutine is running (after closing: it ran and closed the socket)
 	closing     bool
 	closeReason reason.Code
 
@@ -216,7 +217,8 @@ func (c *conn) Send(pk session.Outgoing) {
 		c.outBytes += sendCost(&pk)
 	}
 	if c.queue == nil {
-		c.queue = *queues.Get().(*[]session.Outgoing)
+		c.queueBox = queues.Get().(*[]session.Outgoing)
+		c.queue = *c.queueBox
 	}
 	c.queue = append(c.queue, pk)
 	c.startWriter()
@@ -274,8 +276,8 @@ func (c *conn) writeLoop() {
 	}()
 	for {
 		c.mu.Lock()
-		batch := c.queue
-		c.queue = nil
+		batch, box := c.queue, c.queueBox
+		c.queue, c.queueBox = nil, nil
 		closing, closeReason := c.closing, c.closeReason
 		if len(batch) == 0 && !closing {
 			c.writing = false
@@ -312,10 +314,10 @@ func (c *conn) writeLoop() {
 			}
 		}
 		c.written(batch)
-		if cap(batch) <= maxPooledQueue {
+		if box != nil && cap(batch) <= maxPooledQueue {
 			clear(batch) // drop the messages' payloads for the collector
-			batch = batch[:0]
-			queues.Put(&batch)
+			*box = batch[:0]
+			queues.Put(box)
 		}
 		if closing {
 			if disconnect {

@@ -103,7 +103,7 @@ func (b *Broker) Connect(req ConnectRequest, c Conn, done func(present bool, err
 		var suback packets.Packet
 		ps.Codes, suback = b.subscribeAll(batch, s, ps.PacketID, ps.Requests, &retained)
 		subOut.add(c, PacketOf(suback)) // [MQTT-3.8.4-1]
-		subOut = append(subOut, retained...)
+		subOut.addAll(&retained)
 	}
 
 	b.submit(batch, func(err error) {

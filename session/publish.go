@@ -106,8 +106,9 @@ func (b *Broker) accept(s *Session, c Conn, m *inflight.Message, id uint16, dedu
 		out.flush()
 		return
 	}
-	b.submit(batch, func(err error) {
-		if err != nil {
+	sends := out // by value: the closure carries it, out itself stays on the stack
+	b.submitCounted(batch, func(err error) {
+		if b.failed(err) {
 			b.log.Error("commit failed: publish not acknowledged", slog.String("client", s.ClientID), slog.Any("err", err))
 			c.Close(reason.UnspecifiedError)
 			return
@@ -116,7 +117,7 @@ func (b *Broker) accept(s *Session, c Conn, m *inflight.Message, id uint16, dedu
 			failpoint.BeforeSend(replyType, 0, code)
 			c.Send(ack(replyType, id, code))
 		}
-		out.flush()
+		sends.flush()
 	})
 }
 

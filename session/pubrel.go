@@ -26,8 +26,8 @@ func (b *Broker) Pubrel(s *Session, c Conn, id uint16) {
 	} else if s.protocolVersion == 5 {
 		code = reason.PacketIdentifierNotFound
 	}
-	b.submit(batch, func(err error) {
-		if err != nil {
+	b.submitCounted(batch, func(err error) {
+		if b.failed(err) {
 			c.Close(reason.UnspecifiedError)
 			return
 		}
