@@ -56,6 +56,7 @@ type conn struct {
 	packetEnd     time.Time        // when the rest of the packet being read must have come
 	deadline      time.Time        // the read deadline in force, if deadlineKnown
 	deadlineKnown bool
+	coarse        bool // the deadline may fire early and be waited past (coarseDeadlines)
 
 	// Set by the reader during CONNECT, read-only afterwards.
 	version       byte
@@ -90,7 +91,7 @@ type conn struct {
 
 func newConn(srv *Server, nc net.Conn, listener net.Addr) *conn {
 	return &conn{srv: srv, nc: nc, listener: listener, acceptedAt: time.Now(), writerDone: make(chan struct{}),
-		readerDone: make(chan struct{})}
+		readerDone: make(chan struct{}), coarse: coarseDeadlines(nc)}
 }
 
 // describe is the client as the hooks see it, with the given username.

@@ -1,6 +1,7 @@
 package mqtt
 
 import (
+	"crypto/tls"
 	"errors"
 	"net"
 	"os"
@@ -16,7 +17,9 @@ const prefixSize = 64
 // much too early: setting it is a timer change in the runtime, and doing it twice per packet
 // showed in profiles. A deadline that fires early is not an end: readSocket sees that the
 // real one has not passed and waits again up to it, so the keep alive [MQTT-3.1.2-22] and
-// Options.PacketTimeout are kept to the time.
+// Options.PacketTimeout are kept to the time. That needs a connection that can be read again after
+// a deadline: TCP and TLS can; a WebSocket connection (gorilla) fails every read after one, so
+// any other kind of connection gets the exact deadline every time (see coarseDeadlines).
 
 // socketReader is the source of a connection's read buffer: first the bytes awaitPacket read
 // without a buffer, then the socket, within the packet's deadline.
@@ -48,7 +51,7 @@ func (r *socketReader) Read(p []byte) (int, error) {
 // armRead sets the read deadline to end (zero: none) unless the one in force ends within span/4
 // before it. Reader goroutine only.
 func (c *conn) armRead(end time.Time, span time.Duration) {
-	if c.deadlineKnown {
+	if c.deadlineKnown && c.coarse {
 		if end.IsZero() && c.deadline.IsZero() {
 			return
 		}
@@ -76,6 +79,19 @@ func (c *conn) readSocket(p []byte, end time.Time) (int, error) {
 		}
 		c.setReadDeadline(end)
 	}
+}
+
+// coarseDeadlines reports whether nc can be read again after its read deadline fired: a TCP or
+// Unix socket, or TLS over one.
+func coarseDeadlines(nc net.Conn) bool {
+	if tc, ok := nc.(*tls.Conn); ok {
+		nc = tc.NetConn()
+	}
+	switch nc.(type) {
+	case *net.TCPConn, *net.UnixConn:
+		return true
+	}
+	return false
 }
 
 func isTimeout(err error) bool {
