@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/mochi-mqtt/server/v2/packets"
-	"github.com/oncemq/oncemq/mqtt/internal/wire"
 	"github.com/oncemq/oncemq/session"
 	"github.com/oncemq/oncemq/session/reason"
 )
@@ -30,9 +29,9 @@ const writeTimeout = 30 * time.Second
 var (
 	readBuffers  = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
 	writeBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-	// queues holds emptied outgoing queues: a packet is 800 bytes, and growing a fresh queue for
-	// every burst showed in profiles.
-	queues = sync.Pool{New: func() any { return new([]packets.Packet) }}
+	// queues holds emptied outgoing queues: growing a fresh queue for every burst showed in
+	// profiles.
+	queues = sync.Pool{New: func() any { return new([]session.Outgoing) }}
 )
 
 // maxPooledQueue is the largest queue capacity given back to the pool.
@@ -47,9 +46,17 @@ type conn struct {
 	listener   net.Addr      // the address of the listener that accepted nc
 	acceptedAt time.Time     // for the Disconnect event's Duration
 	br         *bufio.Reader // nil while idle between packets
-	hb         [1]byte       // the first byte of the next packet, read without a buffer
-	hbRead     bool          // hb holds a byte not yet decoded
 	overLimit  bool          // accepted past Options.MaxConnections: its CONNECT is refused
+
+	// Reader goroutine only (see socketread.go).
+	pre           [prefixSize]byte // the start of the next burst, read without a buffer while idle
+	preOff, preN  uint8            // pre[preOff:preN] is not yet in the read buffer
+	inLoop        bool             // past CONNECT: the reader sets its own deadlines
+	packetArmed   bool             // packetEnd is set for the packet being read
+	packetEnd     time.Time        // when the rest of the packet being read must have come
+	deadline      time.Time        // the read deadline in force, if deadlineKnown
+	deadlineKnown bool
+	coarse        bool // the deadline may fire early and be waited past (coarseDeadlines)
 
 	// Set by the reader during CONNECT, read-only afterwards.
 	version       byte
@@ -69,11 +76,12 @@ type conn struct {
 	dropped     atomic.Uint64
 
 	mu          sync.Mutex // guards the following
-	queue       []packets.Packet
-	outBytes    int              // bytes queued or reserved for the writer (Options.WriteQueueBytes)
-	wantDrain   bool             // a Reserve was refused: tell the broker when the queue has room again
-	drainTo     *session.Session // c.sess, for the writer, once CONNECT has set it
-	writing     bool             // a writer goroutine is running (after closing: it ran and closed the socket)
+	queue       []session.Outgoing
+	queueBox    *[]session.Outgoing // the pool's box queue came in, given back with it (no allocation)
+	outBytes    int                 // bytes queued or reserved for the writer (Options.WriteQueueBytes)
+	wantDrain   bool                // a Reserve was refused: tell the broker when the queue has room again
+	drainTo     *session.Session    // c.sess, for the writer, once CONNECT has set it
+	writing     bool                // a writer goroutine is running (after closing: it ran and closed the socket)
 	closing     bool
 	closeReason reason.Code
 
@@ -83,7 +91,7 @@ type conn struct {
 
 func newConn(srv *Server, nc net.Conn, listener net.Addr) *conn {
 	return &conn{srv: srv, nc: nc, listener: listener, acceptedAt: time.Now(), writerDone: make(chan struct{}),
-		readerDone: make(chan struct{})}
+		readerDone: make(chan struct{}), coarse: coarseDeadlines(nc)}
 }
 
 // describe is the client as the hooks see it, with the given username.
@@ -109,28 +117,20 @@ func (c *conn) log() *slog.Logger {
 	return l
 }
 
-// readPacket reads the packet whose start awaitPacket saw: its first byte is in c.hb when the
+// readPacket reads the packet whose start awaitPacket saw: its first bytes are in c.pre when the
 // connection was idle, in the read buffer otherwise.
 //
-// The rest of the packet must arrive within Options.PacketTimeout (or the keep alive, if shorter),
-// and a large body waits for room in the server's read budget before it is allocated.
+// The rest of the packet must arrive within Options.PacketTimeout (or the keep alive, if shorter;
+// see socketReader), and a large body waits for room in the server's read budget before it is
+// allocated.
 func (c *conn) readPacket() (packets.Packet, error) {
-	var hb byte
-	if c.hbRead {
-		c.hbRead = false
-		c.acquireReader()
-		hb = c.hb[0]
-	} else {
-		b, err := c.br.ReadByte()
-		if err != nil {
-			return packets.Packet{}, err
-		}
-		hb = b
+	c.packetArmed = false
+	c.acquireReader()
+	hb, err := c.br.ReadByte()
+	if err != nil {
+		return packets.Packet{}, err
 	}
 	timeout := c.srv.opts.PacketTimeout
-	if c.keepAlive == 0 || c.keepAlive > timeout {
-		_ = c.nc.SetReadDeadline(time.Now().Add(timeout))
-	}
 	held := 0
 	pk, err := readPacketAfter(hb, c.br, c.version, c.srv.opts.MaxPacketSize, func(n int) error {
 		if n < budgetFloor {
@@ -154,7 +154,7 @@ func (c *conn) readPacket() (packets.Packet, error) {
 func (c *conn) acquireReader() {
 	if c.br == nil {
 		c.br = readBuffers.Get().(*bufio.Reader)
-		c.br.Reset(c.nc)
+		c.br.Reset((*socketReader)(c))
 	}
 }
 
@@ -167,11 +167,8 @@ func (c *conn) releaseReader() {
 }
 
 // sendCost is what pk counts against the write queue; a QoS 1 or 2 PUBLISH was reserved before.
-func sendCost(pk *packets.Packet) int {
-	if pk.FixedHeader.Type == packets.Publish {
-		return session.PublishCost(pk)
-	}
-	return packetCost
+func sendCost(pk *session.Outgoing) int {
+	return pk.Cost(packetCost)
 }
 
 // Reserve claims n bytes of the write queue for a QoS 1 or 2 PUBLISH about to be sent, unless the
@@ -195,8 +192,9 @@ func (c *conn) Reserve(n int) bool {
 // Send queues pk for the writer. It never blocks. A QoS 0 PUBLISH past the write queue's limit is
 // dropped and counted; a client that lets its acknowledgements pile up past twice the limit is
 // closed, as it does not read.
-func (c *conn) Send(pk packets.Packet) {
-	if pk.FixedHeader.Type == packets.Puback {
+func (c *conn) Send(pk session.Outgoing) {
+	typ := pk.Kind()
+	if typ == packets.Puback {
 		c.qos1Pending.Add(-1)
 	}
 	c.mu.Lock()
@@ -205,9 +203,9 @@ func (c *conn) Send(pk packets.Packet) {
 		return
 	}
 	limit := c.srv.opts.WriteQueueBytes
-	isPublish := pk.FixedHeader.Type == packets.Publish
+	isPublish := typ == packets.Publish
 	switch {
-	case isPublish && pk.FixedHeader.Qos > 0: // reserved
+	case isPublish && pk.QoS > 0: // reserved
 	case isPublish && c.outBytes > 0 && c.outBytes+sendCost(&pk) > limit:
 		c.dropped.Add(1)
 		c.srv.traffic.qos0Overflow.Add(1)
@@ -220,7 +218,8 @@ func (c *conn) Send(pk packets.Packet) {
 		c.outBytes += sendCost(&pk)
 	}
 	if c.queue == nil {
-		c.queue = *queues.Get().(*[]packets.Packet)
+		c.queueBox = queues.Get().(*[]session.Outgoing)
+		c.queue = *c.queueBox
 	}
 	c.queue = append(c.queue, pk)
 	c.startWriter()
@@ -278,8 +277,8 @@ func (c *conn) writeLoop() {
 	}()
 	for {
 		c.mu.Lock()
-		batch := c.queue
-		c.queue = nil
+		batch, box := c.queue, c.queueBox
+		c.queue, c.queueBox = nil, nil
 		closing, closeReason := c.closing, c.closeReason
 		if len(batch) == 0 && !closing {
 			c.writing = false
@@ -292,14 +291,14 @@ func (c *conn) writeLoop() {
 		count, publishes := len(batch), 0
 		for i := range batch {
 			c.encode(buf, &batch[i])
-			if batch[i].FixedHeader.Type == packets.Publish {
+			if batch[i].Kind() == packets.Publish {
 				publishes++
 			}
 		}
 		disconnect := closing && c.version == 5 && closeReason.IsFailure()
 		if disconnect {
 			d := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Disconnect}, ReasonCode: byte(closeReason)}
-			c.encode(buf, &d)
+			c.encodePacket(buf, &d)
 			count++
 		}
 		if buf.Len() > 0 {
@@ -316,10 +315,10 @@ func (c *conn) writeLoop() {
 			}
 		}
 		c.written(batch)
-		if cap(batch) <= maxPooledQueue {
+		if box != nil && cap(batch) <= maxPooledQueue {
 			clear(batch) // drop the messages' payloads for the collector
-			batch = batch[:0]
-			queues.Put(&batch)
+			*box = batch[:0]
+			queues.Put(box)
 		}
 		if closing {
 			if disconnect {
@@ -334,7 +333,7 @@ func (c *conn) writeLoop() {
 
 // written gives the bytes of batch back to the write queue and, if a Reserve was refused and half
 // the limit is free again, tells the broker to send what waits. Runs on the writer goroutine.
-func (c *conn) written(batch []packets.Packet) {
+func (c *conn) written(batch []session.Outgoing) {
 	n := 0
 	for i := range batch {
 		n += sendCost(&batch[i])
@@ -365,40 +364,4 @@ func (c *conn) attach(s *session.Session) {
 	c.drainTo = s
 	c.mu.Unlock()
 	c.drainIfRoom()
-}
-
-// encode appends pk to buf in the client's protocol version.
-func (c *conn) encode(buf *bytes.Buffer, pk *packets.Packet) {
-	pk.ProtocolVersion = c.version
-	var err error
-	if pk.FixedHeader.Type == packets.Publish && c.outAliases.max > 0 {
-		err = c.encodeAliased(buf, pk)
-	} else {
-		err = wire.Encode(buf, pk)
-	}
-	if err != nil {
-		c.log().Error("encode failed", slog.String("packet", packets.PacketNames[pk.FixedHeader.Type]), slog.Any("err", err))
-		return
-	}
-	if pk.FixedHeader.Type == packets.Publish {
-		c.srv.traffic.publishSent(pk.FixedHeader.Qos, len(pk.Payload))
-	}
-}
-
-// encodeAliased encodes a PUBLISH to a client that allows topic aliases. A new alias adds 3
-// bytes to the packet: past the client's Maximum Packet Size, which the session checked without
-// it, the packet goes without the alias.
-func (c *conn) encodeAliased(buf *bytes.Buffer, pk *packets.Packet) error {
-	topic, start := pk.TopicName, buf.Len()
-	restore, isNew := c.outAliases.assign(pk)
-	err := wire.Encode(buf, pk)
-	if restore != nil {
-		restore()
-	}
-	if err == nil && isNew && c.maxPacketSize > 0 && uint32(buf.Len()-start) > c.maxPacketSize {
-		buf.Truncate(start)
-		c.outAliases.forget(topic)
-		err = wire.Encode(buf, pk)
-	}
-	return err
 }

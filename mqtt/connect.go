@@ -300,13 +300,13 @@ func (c *conn) sendConnack(code ReasonCode, present bool, props packets.Properti
 		}
 		wireCode = byte(rc)
 	}
-	c.Send(packets.Packet{
+	c.Send(session.PacketOf(packets.Packet{
 		Mods:           packets.Mods{AllowResponseInfo: props.ResponseInfo != ""}, // the codec writes it only then
 		FixedHeader:    packets.FixedHeader{Type: packets.Connack},
 		ReasonCode:     wireCode,
 		SessionPresent: present && code == reason.Success,
 		Properties:     props,
-	})
+	}))
 	if code != reason.Success {
 		c.Close(0)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/mochi-mqtt/server/v2/packets"
+	"github.com/oncemq/oncemq/session"
 	"github.com/oncemq/oncemq/session/reason"
 )
 
@@ -41,7 +42,7 @@ func (c *conn) handle(pk *packets.Packet) error {
 
 // handlePingreq answers PINGREQ with PINGRESP [MQTT-3.12.4-1].
 func (c *conn) handlePingreq() {
-	c.Send(packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Pingresp}})
+	c.Send(session.PacketOf(packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Pingresp}}))
 }
 
 // handleDisconnect ends the connection as the client asked. A 5.0 client may not turn a session

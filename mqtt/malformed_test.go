@@ -243,6 +243,31 @@ func TestKeepAliveTimeout_MQTT_3_1_2_22(t *testing.T) {
 	})
 }
 
+// [MQTT-3.1.2-22]: the keep alive counts from the last packet. The broker moves its read deadline
+// only when the one in force is well off (socketread.go), so after packets in quick succession
+// the deadline in force is that of an earlier packet; when it fires, the broker must see that the
+// client was heard from since and wait on, rather than close it early.
+func TestKeepAliveCountsFromLastPacket_MQTT_3_1_2_22(t *testing.T) {
+	forEachVersion(t, func(t *testing.T, v byte) {
+		b := mqtttest.StartBroker(t)
+		c := b.Dial(t, v)
+		c.Connect(t, "pinger", true, 0, mqtttest.KeepAlive(2)) // closed after 3 s of silence
+		for range 3 {
+			time.Sleep(200 * time.Millisecond)
+			c.Ping(t)
+		}
+		// The last packet came 0.6 s after the CONNECT: a deadline kept from the CONNECT's time
+		// would close at 3 s from it, 2.4 s from now.
+		c.ExpectNothing(t, 2800*time.Millisecond)
+		c.Ping(t)
+		for _, pk := range c.Drain(t) {
+			if v == v311 || pk.FixedHeader.Type != packets.Disconnect || pk.ReasonCode != 0x8D {
+				t.Fatalf("before the keep alive close, got %s", mqtttest.Describe(pk))
+			}
+		}
+	})
+}
+
 // A connection that sends nothing after the TCP handshake is closed after Config.ConnectTimeout,
 // and so is one that stops inside its CONNECT.
 func TestConnectTimeout(t *testing.T) {

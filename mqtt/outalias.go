@@ -21,20 +21,10 @@ type outAliases struct {
 // it once pk is encoded, as the queued packet is the session's accounting of what was sent. isNew
 // says the alias was assigned now (see forget).
 func (a *outAliases) assign(pk *packets.Packet) (restore func(), isNew bool) {
-	if a.max == 0 || pk.FixedHeader.Dup || pk.TopicName == "" {
-		return nil, false
-	}
 	topic := pk.TopicName
-	alias, known := a.topics[topic]
-	if !known {
-		if len(a.topics) >= int(a.max) {
-			return nil, false // every alias is taken: the full topic, as without aliases
-		}
-		if a.topics == nil {
-			a.topics = make(map[string]uint16)
-		}
-		alias = uint16(len(a.topics) + 1)
-		a.topics[topic] = alias
+	alias, known, isNew := a.pick(topic, pk.FixedHeader.Dup)
+	if alias == 0 {
+		return nil, false
 	}
 	props := &pk.Properties
 	oldAlias, oldFlag := props.TopicAlias, props.TopicAliasFlag
@@ -45,7 +35,28 @@ func (a *outAliases) assign(pk *packets.Packet) (restore func(), isNew bool) {
 	return func() {
 		pk.TopicName = topic
 		props.TopicAlias, props.TopicAliasFlag = oldAlias, oldFlag
-	}, !known
+	}, isNew
+}
+
+// pick is the alias for a PUBLISH to topic: 0 for none (a resend, or every alias taken); known
+// when the client has it already, so the topic may go empty; isNew when it was assigned now.
+func (a *outAliases) pick(topic string, dup bool) (alias uint16, known, isNew bool) {
+	if a.max == 0 || dup || topic == "" {
+		return 0, false, false
+	}
+	alias, known = a.topics[topic]
+	if known {
+		return alias, true, false
+	}
+	if len(a.topics) >= int(a.max) {
+		return 0, false, false // every alias is taken: the full topic, as without aliases
+	}
+	if a.topics == nil {
+		a.topics = make(map[string]uint16)
+	}
+	alias = uint16(len(a.topics) + 1)
+	a.topics[topic] = alias
+	return alias, false, true
 }
 
 // forget takes back the alias just assigned to topic: the packet that carried it was not sent

@@ -59,6 +59,9 @@ func readPacketAfter(hb byte, r *bufio.Reader, version byte, maxSize int, acquir
 		// error (0x82).
 		return packets.Packet{}, malformed("PUBLISH with QoS 3")
 	}
+	if pk, ok := readShortAck(hb, r, version, maxSize); ok {
+		return pk, nil
+	}
 	pk, body, err := wire.ReadFrameWith(hb, r, version, maxSize, acquire)
 	if errors.Is(err, wire.ErrTooLarge) {
 		return pk, &protocolError{code: reason.PacketTooLarge, msg: err.Error()}
@@ -102,4 +105,31 @@ func decodeBody(pk *packets.Packet, body []byte) error {
 	}
 	// CONNACK, SUBACK, UNSUBACK, PINGRESP are server-to-client only; type 0 is reserved.
 	return protocolViolation(fmt.Sprintf("packet type %d not accepted from a client", pk.FixedHeader.Type))
+}
+
+// readShortAck reads a PUBACK, PUBREC, PUBREL or PUBCOMP without properties that is whole in r's
+// buffer, without allocating a body for it: two of them come in for every QoS 2 message. It
+// decodes as the codec does (a 3.1.1 packet's extra byte is ignored there too). ok is false for
+// anything else, which is left unread for the general path, which also reports every error.
+func readShortAck(hb byte, r *bufio.Reader, version byte, maxSize int) (pk packets.Packet, ok bool) {
+	typ := hb >> 4
+	if typ < packets.Puback || typ > packets.Pubcomp || r.Buffered() < 3 {
+		return pk, false
+	}
+	b, _ := r.Peek(min(r.Buffered(), 4))
+	n := int(b[0]) // a Remaining Length of 2 or 3 is one byte
+	if n != 2 && n != 3 || len(b) < 1+n || maxSize > 0 && 1+n > maxSize {
+		return pk, false
+	}
+	if err := pk.FixedHeader.Decode(hb); err != nil {
+		return packets.Packet{}, false
+	}
+	pk.FixedHeader.Remaining = n
+	pk.ProtocolVersion = version
+	pk.PacketID = uint16(b[1])<<8 | uint16(b[2])
+	if version == 5 && n == 3 {
+		pk.ReasonCode = b[3]
+	}
+	_, _ = r.Discard(1 + n)
+	return pk, true
 }

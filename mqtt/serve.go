@@ -65,6 +65,7 @@ func (c *conn) serve() {
 // an idle connection waits in awaitPacket on a small stack, and the deep work of handling a packet
 // happens in nextPacket, which has returned by the time the connection is idle again.
 func (c *conn) readLoop(end *connEnd) {
+	c.inLoop = true
 	for {
 		if c.isClosing() {
 			return // the broker closes the connection: nothing more is handled (see linger)
@@ -96,22 +97,27 @@ func (c *conn) readLoop(end *connEnd) {
 }
 
 // awaitPacket waits until the next packet starts, within the keep alive [MQTT-3.1.2-22]. While it
-// waits the connection holds no read buffer.
+// waits the connection holds no read buffer: it reads the first bytes that come into c.pre.
 func (c *conn) awaitPacket() error {
-	deadline := time.Time{}
-	if c.keepAlive > 0 {
-		deadline = time.Now().Add(c.keepAlive)
-	}
-	_ = c.nc.SetReadDeadline(deadline)
 	if c.held != nil || c.br != nil && c.br.Buffered() > 0 {
 		return nil
 	}
 	c.releaseReader()
-	if _, err := io.ReadFull(c.nc, c.hb[:]); err != nil {
-		return err
+	var end time.Time
+	if c.keepAlive > 0 {
+		end = time.Now().Add(c.keepAlive)
 	}
-	c.hbRead = true
-	return nil
+	c.armRead(end, c.keepAlive)
+	for {
+		n, err := c.readSocket(c.pre[:], end)
+		if n > 0 {
+			c.preOff, c.preN = 0, uint8(n)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
 }
 
 // nextPacket reads the packet awaitPacket saw start, and handles it.

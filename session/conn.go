@@ -1,8 +1,6 @@
 package session
 
 import (
-	"github.com/mochi-mqtt/server/v2/packets"
-
 	"github.com/oncemq/oncemq/session/reason"
 )
 
@@ -10,7 +8,7 @@ import (
 type Conn interface {
 	// Send queues a packet for the connection's writer and returns at once. It is called with
 	// Broker.mu held and from journal callbacks, so it must never block. A closed Conn drops it.
-	Send(pk packets.Packet)
+	Send(pk Outgoing)
 	// Close closes the connection; for 5.0 a code of 0x80 or more is sent as DISCONNECT first. It
 	// must not block and must not call back into the Broker synchronously.
 	Close(code reason.Code)

@@ -102,8 +102,8 @@ func (b *Broker) Connect(req ConnectRequest, c Conn, done func(present bool, err
 		var retained outbox
 		var suback packets.Packet
 		ps.Codes, suback = b.subscribeAll(batch, s, ps.PacketID, ps.Requests, &retained)
-		subOut.add(c, suback) // [MQTT-3.8.4-1]
-		subOut = append(subOut, retained...)
+		subOut.add(c, PacketOf(suback)) // [MQTT-3.8.4-1]
+		subOut.addAll(&retained)
 	}
 
 	b.submit(batch, func(err error) {

@@ -137,7 +137,9 @@ func (b *Broker) dedupRepeat(s *Session, c Conn, m *inflight.Message, id uint16,
 	}
 	reply := ack(typ, id, code)
 	if s.protocolVersion == 5 && !s.noProblemInfo {
-		reply.Properties.User = []packets.UserProperty{DedupDuplicate}
+		pk := reply.Packet()
+		pk.Properties.User = []packets.UserProperty{DedupDuplicate}
+		reply = PacketOf(pk)
 	}
 	b.submit(batch, func(err error) {
 		if err != nil {

@@ -1,8 +1,6 @@
 package session
 
 import (
-	"github.com/mochi-mqtt/server/v2/packets"
-
 	"github.com/oncemq/oncemq/inflight"
 )
 
@@ -73,14 +71,14 @@ func (b *Broker) send(batch *inflight.Batch, s *Session, q *queued, now int64, o
 	if !b.checkSize(s, pk) { // discarded as if delivered [MQTT-3.1.2-25]
 		return discarded
 	}
-	if !s.conn.Reserve(PublishCost(&pk)) {
+	if !s.conn.Reserve(pk.Cost(0)) {
 		return noRoom
 	}
 	id, ok := s.outbound.Allocate()
 	if !ok {
 		return noRoom // cannot happen while Receive Maximum <= 65535 bounds the table
 	}
-	pk.PacketID = id
+	pk.ID = id
 	e := &inflight.OutboundEntry{
 		OutboundRecord: inflight.OutboundRecord{PacketID: id, State: inflight.PublishSent, QoS: q.qos,
 			Order: q.order, MsgSeq: q.msg.Seq, SubIDs: q.subIDs, Retain: q.retain},
@@ -101,10 +99,10 @@ func (b *Broker) send(batch *inflight.Batch, s *Session, q *queued, now int64, o
 
 // checkSize reports whether pk fits the client's Maximum Packet Size; a delivery that does not is
 // dropped and counted [MQTT-3.1.2-25]. Caller holds b.mu.
-func (b *Broker) checkSize(s *Session, pk packets.Packet) bool {
-	if fits(pk, s.protocolVersion, s.maxPacketSize) {
+func (b *Broker) checkSize(s *Session, pk Outgoing) bool {
+	if fits(&pk, s.protocolVersion, s.maxPacketSize) {
 		return true
 	}
-	b.dropped(s.ClientID, pk.TopicName, TooLarge)
+	b.dropped(s.ClientID, pk.Msg.Topic, TooLarge)
 	return false
 }

@@ -159,7 +159,7 @@ type recConn struct {
 	rec  *recorder
 }
 
-func (c *recConn) Send(pk packets.Packet) { c.rec.add("%s <- %s", c.name, describe(pk)) }
+func (c *recConn) Send(o Outgoing) { c.rec.add("%s <- %s", c.name, describe(o.Packet())) }
 
 func (c *recConn) Close(code reason.Code) { c.rec.add("%s closed: %s", c.name, code) }
 

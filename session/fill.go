@@ -25,7 +25,7 @@ func (b *Broker) fill(batch *inflight.Batch, s *Session, out *outbox) {
 				continue
 			}
 			pk := publishPacket(e.Body, e.PacketID, e.QoS, true, e.Retain, e.SubIDs, now) // [MQTT-3.3.1-1]
-			if !s.conn.Reserve(PublishCost(&pk)) {
+			if !s.conn.Reserve(pk.Cost(0)) {
 				return
 			}
 			delete(s.unsent, e.PacketID)

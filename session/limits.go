@@ -66,8 +66,11 @@ func messageBytes(m *inflight.Message) int64 {
 // PublishCost is the bytes a PUBLISH counts against a connection's write queue (Conn.Reserve):
 // its body, and a fixed share for the packet's own memory.
 func PublishCost(pk *packets.Packet) int {
-	return len(pk.Payload) + len(pk.TopicName) + 256
+	return len(pk.Payload) + len(pk.TopicName) + publishOverhead
 }
+
+// publishOverhead is the share of a PUBLISH's own memory in PublishCost.
+const publishOverhead = 256
 
 // hold counts m against s's bytes; unhold gives them back and clears the full mark, as there is
 // room again. The bytes are counted whether the body is in memory or in the file. Caller holds b.mu.

@@ -106,18 +106,18 @@ func (b *Broker) accept(s *Session, c Conn, m *inflight.Message, id uint16, dedu
 		out.flush()
 		return
 	}
-	b.submit(batch, func(err error) {
-		if err != nil {
+	sends := out // by value: the closure carries it, out itself stays on the stack
+	b.submitCounted(batch, func(err error) {
+		if b.failed(err) {
 			b.log.Error("commit failed: publish not acknowledged", slog.String("client", s.ClientID), slog.Any("err", err))
 			c.Close(reason.UnspecifiedError)
 			return
 		}
 		if replyType != 0 {
-			reply := ack(replyType, id, code)
-			failpoint.BeforeSend(&reply)
-			c.Send(reply)
+			failpoint.BeforeSend(replyType, 0, code)
+			c.Send(ack(replyType, id, code))
 		}
-		out.flush()
+		sends.flush()
 	})
 }
 

@@ -26,13 +26,12 @@ func (b *Broker) Pubrel(s *Session, c Conn, id uint16) {
 	} else if s.protocolVersion == 5 {
 		code = reason.PacketIdentifierNotFound
 	}
-	b.submit(batch, func(err error) {
-		if err != nil {
+	b.submitCounted(batch, func(err error) {
+		if b.failed(err) {
 			c.Close(reason.UnspecifiedError)
 			return
 		}
-		pubcomp := ack(packets.Pubcomp, id, code)
-		failpoint.BeforeSend(&pubcomp)
-		c.Send(pubcomp)
+		failpoint.BeforeSend(packets.Pubcomp, 0, code)
+		c.Send(ack(packets.Pubcomp, id, code))
 	})
 }

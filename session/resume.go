@@ -44,7 +44,7 @@ func (b *Broker) reserveResend(batch *inflight.Batch, s *Session, e *inflight.Ou
 		return true
 	}
 	pk := publishPacket(e.Body, e.PacketID, e.QoS, true, e.Retain, e.SubIDs, now)
-	if !s.conn.Reserve(PublishCost(&pk)) {
+	if !s.conn.Reserve(pk.Cost(0)) {
 		return false
 	}
 	s.sent++

@@ -26,9 +26,9 @@ type fakeConn struct {
 
 func newFakeConn() *fakeConn { return &fakeConn{got: make(chan struct{}, 1000)} }
 
-func (c *fakeConn) Send(pk packets.Packet) {
+func (c *fakeConn) Send(o Outgoing) {
 	c.mu.Lock()
-	c.sent = append(c.sent, pk)
+	c.sent = append(c.sent, o.Packet())
 	c.mu.Unlock()
 	c.got <- struct{}{}
 }

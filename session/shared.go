@@ -362,7 +362,7 @@ func (b *Broker) sendShared(batch *inflight.Batch, g *group, sm *sharedMsg, s *S
 	}
 	sm.body = nil // the member's outbound entry holds it while it needs it
 	// send queued the PUBLISH last in out; its packet id is the member's outbound id.
-	sm.member, sm.packetID, sm.qos = s.ClientID, (*out)[len(*out)-1].pk.PacketID, qos
+	sm.member, sm.packetID, sm.qos = s.ClientID, out.last().ID, qos
 	ids := b.shared.sent[s.ClientID]
 	if ids == nil {
 		ids = make(map[uint16]*sharedMsg)
@@ -510,7 +510,7 @@ func (b *Broker) kickShared() {
 			b.dispatch(batch, g, &out)
 		}
 	}
-	if batch.Len() == 0 && len(out) == 0 {
+	if batch.Len() == 0 && out.n == 0 {
 		return
 	}
 	b.submit(batch, func(err error) {

@@ -46,7 +46,7 @@ func (b *Broker) Subscribe(s *Session, c Conn, id uint16, reqs []SubscriptionReq
 			c.Close(reason.UnspecifiedError)
 			return
 		}
-		c.Send(suback) // [MQTT-3.8.4-1]
+		c.Send(PacketOf(suback)) // [MQTT-3.8.4-1]
 		out.flush()
 	})
 	return codes

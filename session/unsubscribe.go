@@ -33,6 +33,6 @@ func (b *Broker) Unsubscribe(s *Session, c Conn, id uint16, filters []string) {
 			c.Close(reason.UnspecifiedError)
 			return
 		}
-		c.Send(unsuback) // [MQTT-3.10.4-4]
+		c.Send(PacketOf(unsuback)) // [MQTT-3.10.4-4]
 	})
 }

@@ -62,6 +62,6 @@ func (b *Broker) deliverVolatile(s *Session, filter string, subIDs []int, out *o
 		b.deliver(scratch, s, m, 0, subIDs, true, &mine)
 	}
 	if b.keptOutOfJournal(scratch) {
-		*out = append(*out, mine...)
+		out.addAll(&mine)
 	}
 }

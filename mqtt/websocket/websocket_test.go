@@ -222,3 +222,21 @@ func TestTextMessageCloses_MQTT_6_0_0_1(t *testing.T) {
 		t.Fatalf("after a text message the connection is still open: %v", err)
 	}
 }
+
+// [MQTT-3.1.2-22] over WebSocket: a client silent for less than 1.5 times its Keep Alive since its
+// last packet stays connected. A deadline of an earlier packet must not fire there: after a read
+// deadline, a gorilla WebSocket connection returns errors for good, so the broker cannot wait on
+// the way it does on TCP.
+func TestKeepAliveCountsFromLastPacket_MQTT_3_1_2_22(t *testing.T) {
+	b := mqtttest.StartBroker(t)
+	url := serveWebSocket(t, b, nil)
+	c := mqtttest.NewClient(t, dial(t, url, nil), 5)
+	c.Connect(t, "ws-pinger", true, 0, mqtttest.KeepAlive(2)) // closed after 3 s of silence
+	for range 3 {
+		time.Sleep(200 * time.Millisecond)
+		c.Ping(t)
+	}
+	// 2.7 s after the last packet, 3.3 s after the CONNECT: within the keep alive of the last.
+	time.Sleep(2700 * time.Millisecond)
+	c.Ping(t)
+}

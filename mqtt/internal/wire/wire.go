@@ -177,12 +177,7 @@ func Encode(buf *bytes.Buffer, pk *packets.Packet) error {
 			// Written here rather than by the codec: it looks every property up in a map on every
 			// encode, and writes a reason code only from 0x80 up, so a success code such as 0x10
 			// (no matching subscribers) would go out as 0x00.
-			hb := typ<<4 | pk.FixedHeader.Qos<<1
-			if pk.ProtocolVersion == 5 && pk.ReasonCode != 0 {
-				buf.Write([]byte{hb, 3, byte(pk.PacketID >> 8), byte(pk.PacketID), pk.ReasonCode})
-			} else {
-				buf.Write([]byte{hb, 2, byte(pk.PacketID >> 8), byte(pk.PacketID)})
-			}
+			encodeAck(buf, typ<<4|pk.FixedHeader.Qos<<1, pk.PacketID, pk.ReasonCode, pk.ProtocolVersion)
 			return nil
 		}
 		return pk.PubackEncode(buf) // one codec encoder serves all four types
@@ -217,48 +212,135 @@ func hasPublishProperties(pk *packets.Packet) bool {
 // encodePublish writes a PUBLISH without properties, the common case, without the codec's
 // per-property map lookups and intermediate buffers.
 func encodePublish(buf *bytes.Buffer, pk *packets.Packet) error {
-	fh := &pk.FixedHeader
-	if fh.Qos > 0 && pk.PacketID == 0 {
+	return EncodePublish(buf, &Publish{Version: pk.ProtocolVersion, QoS: pk.FixedHeader.Qos, Dup: pk.FixedHeader.Dup,
+		Retain: pk.FixedHeader.Retain, PacketID: pk.PacketID, Topic: pk.TopicName, Payload: pk.Payload})
+}
+
+// EncodeAck appends a PUBACK, PUBREC, PUBREL or PUBCOMP without properties (typ is its packet
+// type); a 5.0 one carries code unless it is 0 (MQTT 5.0 section 3.4.2.1).
+func EncodeAck(buf *bytes.Buffer, typ byte, id uint16, code byte, version byte) {
+	hb := typ << 4
+	if typ == packets.Pubrel {
+		hb |= 0x02 // [MQTT-3.6.1-1]
+	}
+	encodeAck(buf, hb, id, code, version)
+}
+
+func encodeAck(buf *bytes.Buffer, hb byte, id uint16, code byte, version byte) {
+	if version == 5 && code != 0 {
+		buf.Write([]byte{hb, 3, byte(id >> 8), byte(id), code})
+	} else {
+		buf.Write([]byte{hb, 2, byte(id >> 8), byte(id)})
+	}
+}
+
+// Publish is a PUBLISH whose only properties, if any, are those below: what a broker mostly
+// sends. EncodePublish writes it without the codec.
+type Publish struct {
+	Version     byte // protocol version: properties are written for 5 only
+	QoS         byte
+	Dup, Retain bool
+	PacketID    uint16
+	Topic       string // empty with an alias the client knows
+	Payload     []byte
+
+	PayloadFormat    byte // with PayloadFormatSet
+	PayloadFormatSet bool
+	Expiry           uint32 // Message Expiry Interval in seconds; 0: none
+	SubIDs           []int  // Subscription Identifiers; those below 1 are left out
+	Alias            uint16 // Topic Alias; 0: none
+}
+
+// EncodePublish appends p, with its properties in the order the codec writes them.
+func EncodePublish(buf *bytes.Buffer, p *Publish) error {
+	if p.QoS > 0 && p.PacketID == 0 {
 		return packets.ErrProtocolViolationNoPacketID // [MQTT-2.2.1-3]
 	}
-	remaining := 2 + len(pk.TopicName) + len(pk.Payload)
-	if fh.Qos > 0 {
+	props := 0
+	if p.Version == 5 {
+		if p.PayloadFormatSet {
+			props += 2
+		}
+		if p.Expiry > 0 {
+			props += 5
+		}
+		for _, id := range p.SubIDs {
+			if id > 0 {
+				props += 1 + varintLen(id)
+			}
+		}
+		if p.Alias > 0 {
+			props += 3
+		}
+	}
+	remaining := 2 + len(p.Topic) + len(p.Payload)
+	if p.QoS > 0 {
 		remaining += 2
 	}
-	if pk.ProtocolVersion == 5 {
-		remaining++ // property length 0
+	if p.Version == 5 {
+		remaining += varintLen(props) + props
 	}
-	hb := packets.Publish<<4 | fh.Qos<<1
-	if fh.Dup {
+	hb := packets.Publish<<4 | p.QoS<<1
+	if p.Dup {
 		hb |= 0x08
 	}
-	if fh.Retain {
+	if p.Retain {
 		hb |= 0x01
 	}
 	buf.WriteByte(hb)
+	writeVarint(buf, remaining)
+	buf.WriteByte(byte(len(p.Topic) >> 8))
+	buf.WriteByte(byte(len(p.Topic)))
+	buf.WriteString(p.Topic)
+	if p.QoS > 0 {
+		buf.WriteByte(byte(p.PacketID >> 8))
+		buf.WriteByte(byte(p.PacketID))
+	}
+	if p.Version == 5 {
+		writeVarint(buf, props)
+		if p.PayloadFormatSet {
+			buf.Write([]byte{packets.PropPayloadFormat, p.PayloadFormat})
+		}
+		if p.Expiry > 0 {
+			e := p.Expiry
+			buf.Write([]byte{packets.PropMessageExpiryInterval, byte(e >> 24), byte(e >> 16), byte(e >> 8), byte(e)})
+		}
+		for _, id := range p.SubIDs {
+			if id > 0 {
+				buf.WriteByte(packets.PropSubscriptionIdentifier)
+				writeVarint(buf, id)
+			}
+		}
+		if p.Alias > 0 {
+			buf.Write([]byte{packets.PropTopicAlias, byte(p.Alias >> 8), byte(p.Alias)})
+		}
+	}
+	buf.Write(p.Payload)
+	return nil
+}
+
+// writeVarint appends n as a Variable Byte Integer.
+func writeVarint(buf *bytes.Buffer, n int) {
 	for {
-		b := byte(remaining & 0x7F)
-		remaining >>= 7
-		if remaining > 0 {
+		b := byte(n & 0x7F)
+		n >>= 7
+		if n > 0 {
 			b |= 0x80
 		}
 		buf.WriteByte(b)
-		if remaining == 0 {
-			break
+		if n == 0 {
+			return
 		}
 	}
-	buf.WriteByte(byte(len(pk.TopicName) >> 8))
-	buf.WriteByte(byte(len(pk.TopicName)))
-	buf.WriteString(pk.TopicName)
-	if fh.Qos > 0 {
-		buf.WriteByte(byte(pk.PacketID >> 8))
-		buf.WriteByte(byte(pk.PacketID))
+}
+
+// varintLen is the length of n as a Variable Byte Integer.
+func varintLen(n int) int {
+	l := 1
+	for ; n > 127; n >>= 7 {
+		l++
 	}
-	if pk.ProtocolVersion == 5 {
-		buf.WriteByte(0)
-	}
-	buf.Write(pk.Payload)
-	return nil
+	return l
 }
 
 func hasAckProperties(pk *packets.Packet) bool {

@@ -64,10 +64,11 @@ func parse(v string) (*spec, error) {
 	return s, nil
 }
 
-// BeforeSend is called after the commit that allows pk and before pk is handed to its connection.
-// It SIGKILLs the process at the armed hit of pk's crash point.
-func BeforeSend(pk *packets.Packet) {
-	p := pointOf(pk)
+// BeforeSend is called after the commit that allows a packet and before the packet is handed to
+// its connection: typ is its type, qos a PUBLISH's QoS, code an acknowledgement's reason code. It
+// SIGKILLs the process at the armed hit of the packet's crash point.
+func BeforeSend(typ, qos byte, code reason.Code) {
+	p := pointOf(typ, qos, code)
 	if armed == nil || p != armed.point || armed.hits.Add(1) != armed.n {
 		return
 	}
@@ -77,21 +78,21 @@ func BeforeSend(pk *packets.Packet) {
 	select {}
 }
 
-// pointOf names the crash point before sending pk, or "" for packets that promise nothing.
-func pointOf(pk *packets.Packet) string {
-	switch pk.FixedHeader.Type {
+// pointOf names the crash point before sending a packet, or "" for packets that promise nothing.
+func pointOf(typ, qos byte, code reason.Code) string {
+	switch typ {
 	case packets.Pubrec:
-		if !reason.Code(pk.ReasonCode).IsFailure() {
+		if !code.IsFailure() {
 			return BeforePubrec
 		}
 	case packets.Puback:
-		if !reason.Code(pk.ReasonCode).IsFailure() {
+		if !code.IsFailure() {
 			return BeforePuback
 		}
 	case packets.Pubcomp:
 		return BeforePubcomp
 	case packets.Publish:
-		if pk.FixedHeader.Qos > 0 {
+		if qos > 0 {
 			return BeforePublish
 		}
 	case packets.Pubrel:
