@@ -3,6 +3,7 @@ package inflight
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 
@@ -173,4 +174,31 @@ func (j *Journal) checkpointForCopy() error {
 	done := make(chan error, 1)
 	j.submit(submitted{checkpoint: true, done: func(err error) { done <- err }})
 	return <-done
+}
+
+// logHasRecords reports whether a segment of the log of the data file at path starts with
+// something other than the zeros of an empty one: then start-up may have records to replay. It
+// reads the first header of each segment, not the log: a segment that cannot be read counts as
+// holding records, so that the full read after the write open (readLogFor) reports why. It
+// decides only how the file is read before that open, never what is replayed.
+func logHasRecords(path string) bool {
+	for _, p := range segmentPaths(path) {
+		f, err := os.Open(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return true
+		}
+		var head [logHeader]byte
+		n, err := io.ReadFull(f, head[:])
+		_ = f.Close()
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return true
+		}
+		if !allZero(head[:n]) {
+			return true
+		}
+	}
+	return false
 }
