@@ -31,8 +31,16 @@ func (j *Journal) recoverState(pre *recovery, now int64, replay []logRecord) (re
 			if err := ensureBuckets(tx); err != nil {
 				return err
 			}
-			if err := replayLog(tx, replay); err != nil {
+			if err := replayInKeyOrder(tx, replay); err != nil {
 				return err
+			}
+			for _, rec := range replay {
+				for _, ops := range rec.batches {
+					// Applied: their messages and records go, so that the decoding below does
+					// not hold them too (a killed broker's log can hold 100,000 messages). The
+					// changes stay counted for the summary (logSummary).
+					clear(ops)
+				}
 			}
 			if r == nil || tx.ID() != r.txid+1 || len(replay) > 0 {
 				var err error
