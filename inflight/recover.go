@@ -688,6 +688,11 @@ func (r *recovery) addMessage(h *Handle) {
 
 // message returns the Handle of message seq, nil if it is not there or was forgotten.
 func (r *recovery) message(seq uint64) *Handle {
+	if n := len(r.seqs); n > 0 {
+		if i := guessPlace(r.seqs[0], r.seqs[n-1], seq, n); i >= 0 && r.seqs[i] == seq {
+			return r.msgs[i]
+		}
+	}
 	i, ok := slices.BinarySearch(r.seqs, seq)
 	if !ok {
 		return nil
