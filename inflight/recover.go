@@ -37,8 +37,8 @@ func (j *Journal) recoverState(pre *recovery, now int64, replay []logRecord) (re
 			for _, rec := range replay {
 				for _, ops := range rec.batches {
 					// Applied: their messages and records go, so that the decoding below does
-					// not hold them too (a killed broker's log can hold 100,000 messages). The
-					// changes stay counted for the summary (logSummary).
+					// not hold them too (two full segments are tens of thousands of messages).
+					// The changes stay counted for the summary (logSummary).
 					clear(ops)
 				}
 			}
