@@ -44,7 +44,7 @@ func TestStartUpReadsNoBody(t *testing.T) {
 		t.Fatalf("recovered %d messages, want %d", len(rec.Messages), len(msgs))
 	}
 	for _, m := range msgs {
-		h := rec.Messages[m.Seq]
+		h := rec.Messages.Get(m.Seq)
 		if h == nil || h.Size() != int64(len(m.Payload)+len(m.Topic)) || h.refs.Load() != 1 {
 			t.Fatalf("index of %d = %+v", m.Seq, h)
 		}
@@ -127,8 +127,8 @@ func TestIndexBuiltByMigration(t *testing.T) {
 	if got := bodiesRead.Load() - before; got != 5 || len(rec.Messages) != 5 {
 		t.Errorf("migration read %d bodies and recovered %d messages, want 5 and 5", got, len(rec.Messages))
 	}
-	for seq := range rec.Messages {
-		loadMessage(t, j, seq)
+	for _, h := range rec.Messages {
+		loadMessage(t, j, h.Seq)
 	}
 	if err := j.Close(); err != nil {
 		t.Fatal(err)
@@ -179,7 +179,7 @@ func TestIndexAndBodiesMatched(t *testing.T) {
 		t.Fatalf("Repair: %v", err)
 	}
 	j, rec, _ := openTest(t, path, nil)
-	if len(rec.Messages) != 1 || rec.Messages[msgs[1].Seq] == nil {
+	if len(rec.Messages) != 1 || rec.Messages.Get(msgs[1].Seq) == nil {
 		t.Fatalf("recovered messages %v, want only %d", rec.Messages, msgs[1].Seq)
 	}
 	if q := rec.Sessions[0].Queue; len(q) != 1 || q[0].MsgSeq != msgs[1].Seq {

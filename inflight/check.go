@@ -10,7 +10,7 @@ import (
 //
 // The invariants: packet ids are in 1..maxPacketID and appear once per table; an outbound entry in
 // "PUBREL sent" holds no message (it was released with the PUBREC) and one in "PUBLISH sent" does;
-// every message an entry refers to is in Messages, under its own Seq, with its reference count equal
+// every message an entry refers to is in Messages, in sequence order, with its reference count equal
 // to the number of entries referring to it.
 func (r *Recovered) Check() error {
 	c := &checker{refs: make(map[uint64]int32)}
@@ -102,9 +102,9 @@ func (c *checker) outboundState(id string, e OutboundRecord) {
 }
 
 // messages checks that the referenced messages are there with the right counts, and only they.
-func (c *checker) messages(msgs map[uint64]*Handle) {
+func (c *checker) messages(msgs Messages) {
 	for seq, n := range c.refs {
-		m := msgs[seq]
+		m := msgs.Get(seq)
 		if m == nil {
 			c.bad("message %d is referred to %d times but missing", seq, n)
 			continue
@@ -113,12 +113,12 @@ func (c *checker) messages(msgs map[uint64]*Handle) {
 			c.bad("message %d has %d references counted, %d entries refer to it", seq, got, n)
 		}
 	}
-	for seq, m := range msgs {
-		if m.Seq != seq {
-			c.bad("message under %d has Seq %d", seq, m.Seq)
+	for i, m := range msgs {
+		if i > 0 && msgs[i-1].Seq >= m.Seq {
+			c.bad("message %d after message %d: not in sequence order", m.Seq, msgs[i-1].Seq)
 		}
-		if c.refs[seq] == 0 {
-			c.bad("message %d is not referred to", seq)
+		if c.refs[m.Seq] == 0 {
+			c.bad("message %d is not referred to", m.Seq)
 		}
 	}
 }

@@ -19,7 +19,7 @@ func TestCheckReportsEveryBrokenInvariant(t *testing.T) {
 			Outbound: []OutboundRecord{{PacketID: 1, State: PublishSent, Order: 1, MsgSeq: 5}, {PacketID: 2, State: PubrelSent, Order: 2}},
 			Queue:    []QueuedRecord{{Order: 3, MsgSeq: 5}},
 		}},
-		Messages: map[uint64]*Handle{5: counted(5, 2)},
+		Messages: Messages{counted(5, 2)},
 	}
 	if err := sound.Check(); err != nil {
 		t.Fatalf("sound state: %v", err)
@@ -41,7 +41,7 @@ func TestCheckReportsEveryBrokenInvariant(t *testing.T) {
 			{Record: SessionRecord{ClientID: "c"}},
 			{Record: SessionRecord{ClientID: ""}},
 		},
-		Messages: map[uint64]*Handle{5: counted(5, 1), 8: counted(9, 0)},
+		Messages: Messages{counted(5, 1), counted(9, 0), counted(8, 0)},
 	}
 	err := broken.Check()
 	if err == nil {
@@ -62,7 +62,7 @@ func TestCheckReportsEveryBrokenInvariant(t *testing.T) {
 		`client "c": queued 9 without a message`,
 		`message 6 is referred to 1 times but missing`,
 		`message 5 has 1 references counted, 2 entries refer to it`,
-		`message under 8 has Seq 9`,
+		`message 8 after message 9: not in sequence order`,
 		`message 8 is not referred to`,
 	} {
 		if !strings.Contains(err.Error(), want) {

@@ -75,7 +75,7 @@ func deliverable(t *testing.T, j *Journal, rec *Recovered) (intact, unreadable [
 		t.Fatal("session sub not recovered")
 	}
 	check := func(order, seq uint64) {
-		if rec.Messages[seq] == nil {
+		if rec.Messages.Get(seq) == nil {
 			t.Errorf("order %d: message %d not recovered", order, seq)
 			return
 		}

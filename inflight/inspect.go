@@ -117,7 +117,7 @@ func Inspect(path string, now int64) (*Inspection, error) {
 	for _, s := range r.sessions {
 		is := InspectedSession{RecoveredSession: *s}
 		for _, q := range s.Queue {
-			is.QueuedBytes += int(r.msgs[q.MsgSeq].Payload)
+			is.QueuedBytes += int(r.message(q.MsgSeq).Payload)
 		}
 		in.Sessions = append(in.Sessions, is)
 	}

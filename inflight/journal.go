@@ -49,7 +49,7 @@ type Recovered struct {
 	// Messages referenced by the sessions, by Seq: their index entries, not their bodies, which
 	// stay in the file until LoadMessage. Each has its reference count set to the number of
 	// durable entries that refer to it.
-	Messages map[uint64]*Handle
+	Messages Messages
 	// Expired counts sessions removed at start-up because their expiry passed while the broker
 	// was down.
 	Expired int

@@ -39,3 +39,27 @@ func (j *Journal) releaseMapped() {
 		j.log.Warn("inflight: could not release the file's mapped pages", slog.String("path", j.path), slog.Any("error", err))
 	}
 }
+
+// walkReleaseEvery is releaseEvery, a variable so that a test can see a small file cross it.
+var walkReleaseEvery = releaseEvery
+
+// walkRelease hands back the mapped pages of a walk through a whole file (start-up reads every
+// page of a file that can be many times the heap) every releaseEvery bytes of records: without it
+// the pages read stay resident until the walk ends, and a file of a million queued messages put
+// its whole size, about 470 MiB, on top of the start-up heap. The transaction keeps bbolt from
+// remapping meanwhile (a read transaction blocks a remap; a write transaction remaps only in its
+// own goroutine, between our calls), and tx.Size is within the mapping.
+type walkRelease struct {
+	tx *bolt.Tx
+	n  int
+}
+
+// add counts the bytes of one record read through the map: its key, its value, and bbolt's
+// 16-byte element header.
+func (w *walkRelease) add(k, v []byte) {
+	if w.n += len(k) + len(v) + 16; w.n < walkReleaseEvery {
+		return
+	}
+	w.n = 0
+	_ = dropMapped(w.tx.DB().Info().Data, w.tx.Size()) // best effort, as releaseMapped
+}

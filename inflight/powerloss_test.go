@@ -141,8 +141,8 @@ func recoveredModel(t *testing.T, j *Journal, rec *Recovered) model {
 			m[fmt.Sprintf("out/%s/%d", s.Record.ClientID, o.PacketID)] = fmt.Sprintf("%d/%d/%d", o.State, o.Order, o.MsgSeq)
 		}
 	}
-	for seq := range rec.Messages {
-		m[fmt.Sprintf("msg/%d", seq)] = string(loadMessage(t, j, seq).Payload)
+	for _, h := range rec.Messages {
+		m[fmt.Sprintf("msg/%d", h.Seq)] = string(loadMessage(t, j, h.Seq).Payload)
 	}
 	for _, msg := range rec.Retained {
 		m["retained/"+msg.Topic] = string(msg.Payload)

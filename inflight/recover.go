@@ -31,8 +31,16 @@ func (j *Journal) recoverState(pre *recovery, now int64, replay []logRecord) (re
 			if err := ensureBuckets(tx); err != nil {
 				return err
 			}
-			if err := replayLog(tx, replay); err != nil {
+			if err := replayInKeyOrder(tx, replay); err != nil {
 				return err
+			}
+			for _, rec := range replay {
+				for _, ops := range rec.batches {
+					// Applied: their messages and records go, so that the decoding below does
+					// not hold them too (two full segments are tens of thousands of messages).
+					// The changes stay counted for the summary (logSummary).
+					clear(ops)
+				}
 			}
 			if r == nil || tx.ID() != r.txid+1 || len(replay) > 0 {
 				var err error
@@ -67,11 +75,14 @@ func inspect(path string, now int64, log *slog.Logger) (*recovery, error) {
 		return nil, err
 	}
 	defer closeQuietly(db)
-	if _, _, pending, err := readLogFor(db, path); err == nil && len(pending) > 0 {
+	if logHasRecords(path) {
 		// The state is read after the replay anyway, in the write transaction (recoverState),
 		// where damage stops start-up and rolls the replay back: here only the pages are walked,
 		// which is what must happen before bbolt walks them unguarded. Decoding the whole file
-		// twice doubled the restart after a kill.
+		// twice doubled the restart after a kill. The log itself is read once, after the file is
+		// opened for writing (recoverWithLog): reading it here too cost a third of a second and
+		// its 32 MiB and decoded batches were still on the heap while bbolt's walk mapped the
+		// whole file.
 		if err := walkPages(db); err != nil {
 			return nil, fmt.Errorf("open %s: %w", path, err)
 		}
@@ -93,12 +104,14 @@ func inspect(path string, now int64, log *slog.Logger) (*recovery, error) {
 func walkPages(db *bolt.DB) error {
 	return guard(func() error {
 		return db.View(func(tx *bolt.Tx) error {
+			release := &walkRelease{tx: tx}
 			return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
 				c := b.Cursor()
 				for k, v := c.First(); k != nil; k, v = c.Next() {
 					if v == nil { // bbolt's walk would follow it as a bucket's root page
 						return fmt.Errorf("%w: bucket %s key %q: nested bucket", ErrCorrupt, name, abbreviate(k))
 					}
+					release.add(k, v)
 				}
 				return nil
 			})
@@ -160,9 +173,12 @@ type recovery struct {
 	expired   map[string]bool              // sessions to delete
 	wills     []ExpiredWill                // wills of the expired sessions
 	touched   []*RecoveredSession          // sessions connected at the crash, disconnected now
-	msgs      map[uint64]*Handle           // every message in msgidx, its references counted by resolve
-	indexed   []uint64                     // the keys of msgidx in order, for matchBodies
-	handles   []Handle                     // the rest of the chunk readIndex takes handles from
+	lastOwner *RecoveredSession            // the session of the last per-client key read (owner)
+	queueOf   *RecoveredSession            // the session whose queue records queueBuf gathers
+	queueBuf  []QueuedRecord
+	seqs      []uint64  // the keys of msgidx in order: every message's sequence
+	msgs      []*Handle // their Handles, at the same index; nil for a message forgotten (damaged, missing body)
+	handles   []Handle  // the rest of the chunk readIndex takes handles from
 	retained  []*Message
 	lastSeq   uint64
 	deletions map[string][][]byte // by bucket: strays, broken references, orphans
@@ -186,7 +202,6 @@ func readState(tx *bolt.Tx, now int64, version byte, bodies bool, log *slog.Logg
 		log:            log,
 		byClient:       make(map[string]*RecoveredSession),
 		expired:        make(map[string]bool),
-		msgs:           make(map[uint64]*Handle),
 		deletions:      make(map[string][][]byte),
 		damagedClients: make(map[string]bool),
 		damagedSeqs:    make(map[uint64]bool),
@@ -197,11 +212,13 @@ func readState(tx *bolt.Tx, now int64, version byte, bodies bool, log *slog.Logg
 		r.checkBuckets(tx)
 	}
 	if idx := tx.Bucket(bucketMsgIdx); idx != nil {
-		// Sized once: a million messages would otherwise grow the map some twenty times. Stats
-		// reads the page headers only.
-		r.msgs = make(map[uint64]*Handle, idx.Stats().KeyN)
+		// Sized once: a million messages would otherwise grow the slices some thirty times.
+		// Stats reads the page headers only.
+		n := idx.Stats().KeyN
+		r.seqs, r.msgs = make([]uint64, 0, n), make([]*Handle, 0, n)
 	}
 	prog := newProgress(log, time.Now, progressEvery, func() int { return countRecords(tx) })
+	release := &walkRelease{tx: tx}
 	for i, name := range recoveryBuckets {
 		read := readers[i]
 		if version == formatV1 && bytes.Equal(name, bucketMsgIdx) {
@@ -217,6 +234,7 @@ func readState(tx *bolt.Tx, now int64, version byte, bodies bool, log *slog.Logg
 		var prev []byte // bbolt memory, valid for the whole transaction
 		err := b.ForEach(func(k, v []byte) error {
 			prog.step()
+			release.add(k, v)
 			if v == nil {
 				r.damaged(string(name), k, fmt.Errorf("nested bucket"))
 				return nil
@@ -244,8 +262,10 @@ func readState(tx *bolt.Tx, now int64, version byte, bodies bool, log *slog.Logg
 			return nil, err
 		}
 	}
+	r.flushQueue()
+	r.queueBuf = nil
 	if version != formatV1 {
-		r.matchBodies(tx, bodies)
+		r.matchBodies(tx, bodies, release)
 	}
 	r.resolve()
 	return r, nil
@@ -258,12 +278,12 @@ func readState(tx *bolt.Tx, now int64, version byte, bodies bool, log *slog.Logg
 // decoded, and a damaged one is collected with the entries that depend on it. Walking the keys
 // also reads every page of the bucket here, where a damaged page is an error that names the file,
 // before bbolt opens it for writing and checks every page where a panic cannot be recovered.
-func (r *recovery) matchBodies(tx *bolt.Tx, bodies bool) {
+func (r *recovery) matchBodies(tx *bolt.Tx, bodies bool, release *walkRelease) {
 	b, _ := findBucket(tx, bucketMsgs) // checkBuckets has recorded a damaged name
 	if b == nil {
 		return
 	}
-	seqs := r.indexed
+	next := 0 // the index record matched next
 	var prev []byte
 	c := b.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
@@ -271,6 +291,7 @@ func (r *recovery) matchBodies(tx *bolt.Tx, bodies bool) {
 			r.damaged("msgs", k, fmt.Errorf("nested bucket"))
 			continue
 		}
+		release.add(k, v)
 		if bodies {
 			body, err := unseal(bucketMsgs, k, v)
 			if err != nil {
@@ -293,11 +314,11 @@ func (r *recovery) matchBodies(tx *bolt.Tx, bodies bool) {
 			r.damaged("msgs", k, err)
 			continue
 		}
-		for len(seqs) > 0 && seqs[0] < seq {
-			r.bodyMissing(seqs[0])
-			seqs = seqs[1:]
+		for next < len(r.seqs) && r.seqs[next] < seq {
+			r.bodyMissing(next)
+			next++
 		}
-		if len(seqs) == 0 || seqs[0] != seq {
+		if next == len(r.seqs) || r.seqs[next] != seq {
 			if r.damagedSeqs[seq] { // its index record is damaged: the body goes with it
 				d := describe("msgs", k, "its index record is damaged")
 				d.Dependent = true
@@ -307,7 +328,7 @@ func (r *recovery) matchBodies(tx *bolt.Tx, bodies bool) {
 			}
 			continue
 		}
-		seqs = seqs[1:]
+		next++
 		if bodies {
 			if _, err := decodeBody(v); err != nil {
 				r.damaged("msgs", k, err)
@@ -315,28 +336,30 @@ func (r *recovery) matchBodies(tx *bolt.Tx, bodies bool) {
 			}
 		}
 	}
-	for _, seq := range seqs {
-		r.bodyMissing(seq)
+	for ; next < len(r.seqs); next++ {
+		r.bodyMissing(next)
 	}
-	r.indexed = nil
 }
 
 // bodyMissing records an index record whose body is not in the file as damage, and forgets the
 // message, so that the entries that refer to it depend on damage. A body found damaged is there:
 // it is listed as such, not as missing.
-func (r *recovery) bodyMissing(seq uint64) {
+func (r *recovery) bodyMissing(i int) {
+	seq := r.seqs[i]
 	if r.damagedBodies[seq] {
 		return
 	}
 	r.damaged("msgidx", seqKey(seq), errors.New("index record without its body (msgs)"))
-	delete(r.msgs, seq)
+	r.msgs[i] = nil
 }
 
 // bodyDamaged forgets the message of a damaged body, so that the entries that refer to it depend
 // on damage (its index record is left out with it: repair writes index records from bodies).
 func (r *recovery) bodyDamaged(k []byte) {
 	if seq, err := messageSeq(k); err == nil {
-		delete(r.msgs, seq)
+		if i, ok := slices.BinarySearch(r.seqs, seq); ok {
+			r.msgs[i] = nil
+		}
 		if r.damagedBodies == nil {
 			r.damagedBodies = make(map[uint64]bool)
 		}
@@ -484,13 +507,21 @@ func (r *recovery) readSession(k, v []byte) error {
 // owner returns the live session a per-client key belongs to, or nil if the entry goes: with its
 // expired session, or as a stray whose session record is missing.
 func (r *recovery) owner(bucket string, k []byte) (*RecoveredSession, []byte, error) {
-	clientID, suffix, ok := splitKey(k)
-	if !ok {
+	i := bytes.IndexByte(k, 0)
+	if i <= 0 {
 		return nil, nil, fmt.Errorf("key has no client id")
 	}
-	if s := r.byClient[clientID]; s != nil {
+	id, suffix := k[:i], k[i+1:]
+	// A client's keys are contiguous: most keys belong to the session of the key before. Neither
+	// comparison nor lookup converts the key to a string, which allocated once per record.
+	if s := r.lastOwner; s != nil && s.Record.ClientID == string(id) {
 		return s, suffix, nil
 	}
+	if s := r.byClient[string(id)]; s != nil {
+		r.lastOwner = s
+		return s, suffix, nil
+	}
+	clientID := string(id)
 	if r.damagedClients[clientID] {
 		r.dependent(bucket, k, fmt.Sprintf("the session record of client %q is damaged", clientID))
 		return nil, suffix, nil
@@ -592,9 +623,30 @@ func (r *recovery) readQueued(k, v []byte) error {
 	}
 	r.lastSeq = max(r.lastSeq, q.MsgSeq)
 	if s != nil {
-		s.Queue = append(s.Queue, q)
+		r.queueRecord(s, q)
 	}
 	return nil
+}
+
+// queueRecord adds q to the queue of s. A client's queue records are contiguous in key order, so
+// they gather in one reused buffer and go to the session in one slice of their size when the
+// next client's begin (flushQueue), instead of growing every queue by doubling: for a million
+// queued messages that was twice the copying and as much garbage again as the queues.
+func (r *recovery) queueRecord(s *RecoveredSession, q QueuedRecord) {
+	if r.queueOf != s {
+		r.flushQueue()
+		r.queueOf = s
+	}
+	r.queueBuf = append(r.queueBuf, q)
+}
+
+// flushQueue hands the gathered queue records to their session.
+func (r *recovery) flushQueue() {
+	if r.queueOf != nil {
+		r.queueOf.Queue = append(r.queueOf.Queue, r.queueBuf...)
+	}
+	clear(r.queueBuf) // the buffer must not keep subscription ids alive
+	r.queueBuf, r.queueOf = r.queueBuf[:0], nil
 }
 
 func messageSeq(k []byte) (uint64, error) {
@@ -623,10 +675,29 @@ func (r *recovery) readIndex(k, v []byte) error {
 	h := &r.handles[0]
 	r.handles = r.handles[1:]
 	*h = Handle{Seq: seq, ExpiresAt: x.expiresAt, Payload: x.payloadLen, Topic: x.topicLen}
-	r.msgs[seq] = h
-	r.indexed = append(r.indexed, seq)
+	r.addMessage(h) // in key order: readState skips a key out of order
 	r.lastSeq = max(r.lastSeq, seq)
 	return nil
+}
+
+// addMessage adds the Handle of the message after the last one added, in sequence order.
+func (r *recovery) addMessage(h *Handle) {
+	r.seqs = append(r.seqs, h.Seq)
+	r.msgs = append(r.msgs, h)
+}
+
+// message returns the Handle of message seq, nil if it is not there or was forgotten.
+func (r *recovery) message(seq uint64) *Handle {
+	if n := len(r.seqs); n > 0 {
+		if i := guessPlace(r.seqs[0], r.seqs[n-1], seq, n); i >= 0 && r.seqs[i] == seq {
+			return r.msgs[i]
+		}
+	}
+	i, ok := slices.BinarySearch(r.seqs, seq)
+	if !ok {
+		return nil
+	}
+	return r.msgs[i]
 }
 
 // readBody reads one body of a format 1 file, which has no index: migration writes it.
@@ -639,7 +710,7 @@ func (r *recovery) readBody(k, v []byte) error {
 	if err != nil {
 		return err
 	}
-	r.msgs[seq] = indexOf(m).handle(seq)
+	r.addMessage(indexOf(m).handle(seq))
 	r.lastSeq = max(r.lastSeq, seq)
 	return nil
 }
@@ -661,7 +732,7 @@ func (r *recovery) readRetained(k, v []byte) error {
 // keeps), and marks the unreferenced messages for deletion.
 func (r *recovery) resolve() {
 	ref := func(bucket string, key []byte, seq uint64) bool {
-		m := r.msgs[seq]
+		m := r.message(seq)
 		if m == nil {
 			// Batches are atomic, so this is damage, not a crash.
 			if r.damagedSeqs[seq] {
@@ -702,14 +773,22 @@ func (r *recovery) resolve() {
 		r.queued += len(s.Queue)
 	}
 	r.resolveShared(ref)
-	for seq, m := range r.msgs {
-		if m.refs.Load() == 0 { // no entry referred to it (counted above)
-			r.deleteKey("msgs", seqKey(seq))
-			r.deleteKey("msgidx", seqKey(seq))
-			delete(r.msgs, seq)
-			r.orphans++
+	kept := 0 // the messages kept move down, in order, over those forgotten or removed
+	for i, m := range r.msgs {
+		if m == nil {
+			continue
 		}
+		if m.refs.Load() == 0 { // no entry referred to it (counted above)
+			r.deleteKey("msgs", seqKey(m.Seq))
+			r.deleteKey("msgidx", seqKey(m.Seq))
+			r.orphans++
+			continue
+		}
+		r.seqs[kept], r.msgs[kept] = r.seqs[i], m
+		kept++
 	}
+	clear(r.msgs[kept:])
+	r.seqs, r.msgs = r.seqs[:kept], r.msgs[:kept]
 }
 
 func (r *recovery) deleteKey(bucket string, k []byte) {

@@ -115,7 +115,7 @@ func TestRoundTripEveryRecord(t *testing.T) {
 		t.Errorf("recovered %d messages, want 2 (the orphan removed)", len(rec.Messages))
 	}
 	for _, want := range []*Message{shared, queuedOnly} {
-		h := rec.Messages[want.Seq]
+		h := rec.Messages.Get(want.Seq)
 		if h == nil {
 			t.Fatalf("message %d not recovered", want.Seq)
 		}
@@ -124,10 +124,10 @@ func TestRoundTripEveryRecord(t *testing.T) {
 		}
 		sameMessage(t, want.Topic, loadMessage(t, j, want.Seq), want)
 	}
-	if n := rec.Messages[shared.Seq].refs.Load(); n != 2 {
+	if n := rec.Messages.Get(shared.Seq).refs.Load(); n != 2 {
 		t.Errorf("shared message refs = %d, want 2", n)
 	}
-	if rec.Messages[shared.Seq].Ref() {
+	if rec.Messages.Get(shared.Seq).Ref() {
 		t.Errorf("a recovered message is already written: Ref must not ask for PutMessage")
 	}
 
@@ -226,7 +226,7 @@ func TestDeleteSessionRemovesOnlyThatClient(t *testing.T) {
 	if ab == nil || len(ab.Subscriptions) != 2 || len(ab.Inbound) != 2 || len(ab.Outbound) != 2 || len(ab.Queue) != 2 {
 		t.Fatalf("session ab damaged: %+v", ab)
 	}
-	if n := rec.Messages[mab.Seq].refs.Load(); n != 3 {
+	if n := rec.Messages.Get(mab.Seq).refs.Load(); n != 3 {
 		t.Errorf("message of ab has %d refs, want 3", n)
 	}
 }
@@ -265,7 +265,7 @@ func TestSessionExpiryAtOpen(t *testing.T) {
 	var live []string
 	for _, s := range rec.Sessions {
 		live = append(live, s.Record.ClientID)
-		if len(s.Queue) != 1 || rec.Messages[s.Queue[0].MsgSeq] == nil {
+		if len(s.Queue) != 1 || rec.Messages.Get(s.Queue[0].MsgSeq) == nil {
 			t.Errorf("%s: queue lost: %+v", s.Record.ClientID, s.Queue)
 		}
 	}
@@ -276,7 +276,7 @@ func TestSessionExpiryAtOpen(t *testing.T) {
 		t.Errorf("was-connected: DisconnectedAt = %d, want the restart time %d", got, now)
 	}
 	for _, id := range []string{"expires-now", "zero-interval"} {
-		if rec.Messages[msgs[id].Seq] != nil {
+		if rec.Messages.Get(msgs[id].Seq) != nil {
 			t.Errorf("%s: its message survived the session", id)
 		}
 	}

@@ -42,10 +42,10 @@ func TestSharedRecordsRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(rec.Shared, recs) {
 		t.Fatalf("recovered shared records\n%+v\nwant\n%+v", rec.Shared, recs)
 	}
-	if got := rec.Messages[m1.Seq].refs.Load(); got != 2 {
+	if got := rec.Messages.Get(m1.Seq).refs.Load(); got != 2 {
 		t.Errorf("message 1 has %d references, want 2", got)
 	}
-	if got := rec.Messages[m2.Seq].refs.Load(); got != 2 {
+	if got := rec.Messages.Get(m2.Seq).refs.Load(); got != 2 {
 		t.Errorf("message 2 has %d references, want 2", got)
 	}
 }

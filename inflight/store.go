@@ -84,6 +84,9 @@ func Open(path string, opts *Options) (*Journal, *Recovered, error) {
 		stopped:  make(chan struct{}),
 		wal:      newWriteAhead(logPath(path), o.NoSync, o.wal),
 	}
+	// bbolt's page walk, which rebuilds the free list, left every page of the file mapped:
+	// handed back before recovery's heap grows on top of them.
+	j.releaseMapped()
 	rec, lastSeq, err := j.recoverWithLog(pre, now)
 	if err != nil {
 		closeQuietly(db)

@@ -1,10 +1,14 @@
 package inflight
 
 import (
+	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
+	"slices"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -173,4 +177,106 @@ func (j *Journal) checkpointForCopy() error {
 	done := make(chan error, 1)
 	j.submit(submitted{checkpoint: true, done: func(err error) { done <- err }})
 	return <-done
+}
+
+// logHasRecords reports whether a segment of the log of the data file at path starts with
+// something other than the zeros of an empty one: then start-up may have records to replay. It
+// reads the first header of each segment, not the log: a segment that cannot be read counts as
+// holding records, so that the full read after the write open (readLogFor) reports why. It
+// decides only how the file is read before that open, never what is replayed.
+func logHasRecords(path string) bool {
+	for _, p := range segmentPaths(path) {
+		f, err := os.Open(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return true
+		}
+		var head [logHeader]byte
+		n, err := io.ReadFull(f, head[:])
+		_ = f.Close()
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return true
+		}
+		if !allZero(head[:n]) {
+			return true
+		}
+	}
+	return false
+}
+
+// replayInKeyOrder applies the log records after the file's index to tx, as replayLog does, but
+// in the order of the records they write rather than the order they were logged. bbolt splits a
+// page only when the transaction commits, so the changes of a whole log land in a few nodes that
+// grow as they go, and each insertion in the middle of one moves everything after it: the log of
+// a broker killed while four sessions' queues filled at once cost 0.3 s of copying at start-up.
+// In key order every insertion appends.
+//
+// The result is the state of applying them in order. Every change but DeleteSession puts or
+// deletes its own records (appendTarget), so changes of different records commute, and the sort
+// keeps the order of the changes of one record, of which only the last decides it (the rule of a
+// checkpoint, superseded.go), and is applied. DeleteSession deletes a range: it is applied in its
+// place, after every change before it and before every change after it. Replaying twice still
+// gives the state of replaying once.
+func replayInKeyOrder(tx *bolt.Tx, records []logRecord) error {
+	if len(records) == 0 {
+		return nil
+	}
+	bk, err := txBuckets(tx)
+	if err != nil {
+		return err
+	}
+	type change struct {
+		o          *op
+		record     uint64 // the log record's index, for errors
+		n          int    // its place in the log, which breaks ties: the order of one record's changes
+		start, end int    // its target in targets
+	}
+	var (
+		run     []change // the changes since the last DeleteSession
+		targets []byte
+	)
+	target := func(c change) []byte { return targets[c.start:c.end] }
+	flush := func() error {
+		slices.SortFunc(run, func(a, b change) int {
+			return cmp.Or(bytes.Compare(target(a), target(b)), cmp.Compare(a.n, b.n))
+		})
+		for i, c := range run {
+			if i+1 < len(run) && bytes.Equal(target(c), target(run[i+1])) {
+				continue // a later change of the same record decides it
+			}
+			if err := bk.apply(c.o); err != nil {
+				return fmt.Errorf("replay log record %d: %w", c.record, err)
+			}
+		}
+		run, targets = run[:0], targets[:0]
+		return nil
+	}
+	n := 0
+	for _, r := range records {
+		for _, ops := range r.batches {
+			for k := range ops {
+				o := &ops[k]
+				start := len(targets)
+				var ok bool
+				if targets, ok = o.appendTarget(targets); ok {
+					run = append(run, change{o: o, record: r.index, n: n, start: start, end: len(targets)})
+					n++
+					continue
+				}
+				targets = targets[:start]
+				if err := flush(); err != nil {
+					return err
+				}
+				if err := bk.apply(o); err != nil {
+					return fmt.Errorf("replay log record %d: %w", r.index, err)
+				}
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	return putLogIndex(tx, records[len(records)-1].index)
 }

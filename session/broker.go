@@ -89,7 +89,8 @@ type Broker struct {
 	retainedBytes int64 // bytes of the retained messages' bodies
 }
 
-// New builds the broker's working state from what the journal recovered (rec may be nil: nothing).
+// New builds the broker's working state from what the journal recovered (rec may be nil: nothing);
+// it takes the queues out of rec, so that start-up holds each once.
 func New(j Journal, rec *inflight.Recovered, opts Options) *Broker {
 	opts.setLimitDefaults()
 	if opts.Logger == nil {

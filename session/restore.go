@@ -7,7 +7,8 @@ import (
 )
 
 // restore rebuilds the working state from what the journal recovered at start-up. Every session
-// starts offline; its expiry and its pending will count from when it was disconnected. Takes b.mu.
+// starts offline; its expiry and its pending will count from when it was disconnected. It takes
+// the queues out of rec (rec.Sessions[i].Queue is nil afterwards). Takes b.mu.
 func (b *Broker) restore(rec *inflight.Recovered) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -19,7 +20,8 @@ func (b *Broker) restore(rec *inflight.Recovered) {
 		b.retainedBytes += messageBytes(m)
 	}
 	b.restoreDedup(rec.Dedup)
-	for _, rs := range rec.Sessions {
+	for i := range rec.Sessions {
+		rs := &rec.Sessions[i]
 		r := rs.Record
 		s := &Session{
 			ClientID:        r.ClientID,
@@ -43,7 +45,7 @@ func (b *Broker) restore(rec *inflight.Recovered) {
 		for _, o := range rs.Outbound {
 			e := &inflight.OutboundEntry{OutboundRecord: o}
 			if o.State == inflight.PublishSent {
-				e.Msg = rec.Messages[o.MsgSeq] // the body stays in the file until it is sent
+				e.Msg = rec.Messages.Get(o.MsgSeq) // the body stays in the file until it is sent
 				s.hold(e.Msg)
 			}
 			s.outbound.Add(e)
@@ -55,12 +57,15 @@ func (b *Broker) restore(rec *inflight.Recovered) {
 		entries := make([]queued, len(rs.Queue))
 		s.queue = make([]*queued, len(rs.Queue))
 		for i, q := range rs.Queue {
-			m := rec.Messages[q.MsgSeq]
+			m := rec.Messages.Get(q.MsgSeq)
 			entries[i] = queued{order: q.Order, qos: q.QoS, msg: m, subIDs: q.SubIDs, retain: q.Retain}
 			s.queue[i] = &entries[i]
 			s.hold(m)
 			s.order = max(s.order, q.Order)
 		}
+		// Each queue is held once: its records can be collected while the next sessions'
+		// queues are built (a million queued messages were held twice at start-up).
+		rs.Queue = nil
 		b.sessions[s.ClientID] = s
 		b.scheduleExpiry(s)
 		if s.will != nil {

@@ -22,7 +22,7 @@ func (b *Broker) restoreShared(rec *inflight.Recovered) {
 	for _, r := range rec.Shared {
 		key := "$share/" + r.Group + "/" + r.Filter
 		g := b.shared.groups[key]
-		m := rec.Messages[r.MsgSeq]
+		m := rec.Messages.Get(r.MsgSeq)
 		if g == nil {
 			g = &group{key: key, name: r.Group, filter: r.Filter} // gone: only to name the records
 			sm := &sharedMsg{g: g, order: r.Order, msg: m}
