@@ -10,9 +10,9 @@
 // # What is durable, and when
 //
 // The in-memory tables are the working copy. Every change to durable state is described as a Batch
-// and handed to the Journal with Submit. One committer goroutine applies every batch that is waiting
-// in a single bbolt transaction, syncs once (group commit), and then calls each batch's done
-// callback in submission order. A caller sends the acknowledgement that a batch promises (PUBREC,
+// and handed to the Journal with Submit. One committer goroutine appends every batch that is waiting
+// to the log as one record, syncs once (group commit), and then calls each batch's done callback in
+// submission order; checkpoints apply the log to the bbolt file later (wal.go). A caller sends the acknowledgement that a batch promises (PUBREC,
 // PUBACK, PUBREL, CONNACK, an outbound PUBLISH) from that callback, so that:
 //
 //   - PUBREC for a new QoS 2 PUBLISH is sent only after the inbound id and the fan-out are committed;
@@ -26,8 +26,9 @@
 //
 // # Goroutines and locks
 //
-// One committer goroutine, started by Open and waited for by Close, owns the bbolt write
-// transaction and runs the done callbacks; a callback must not block, and must not call Close.
+// One committer goroutine, started by Open and waited for by Close, owns the log and runs the done
+// callbacks; a callback must not block, and must not call Close. Checkpoints write bbolt from a
+// goroutine of their own.
 // Journal.mu guards only the queue of submitted batches: Submit takes it briefly and never waits on
 // the disk, so callers may hold their own locks (the session layer's Broker.mu) around it. The
 // tables (Inbound, Outbound) and Message reference counts are not locked here: the session layer

@@ -62,7 +62,8 @@ func parseCompareFlags(args []string, help io.Writer) (compareFlags, error) {
 	fs := newFlagSet("compare")
 	brokers := fs.String("brokers", strings.Join(defaultBrokers, ","), "`list` of brokers to run, in order (known: "+strings.Join(knownBrokers, ", ")+")")
 	fs.BoolVar(&f.WithMochi, "with-mochi", false, "also run in-memory mochi-mqtt (\"mochi\"), which deadlocks under QoS 1/2 load")
-	wls := fs.String("workloads", workloadNames()+", "+connsWorkload, "`list` of workloads to run, in order")
+	wls := fs.String("workloads", defaultWorkloadNames()+", "+connsWorkload,
+		"`list` of workloads to run, in order (also: "+workloadNames()+")")
 	sizes := fs.String("sizes", "16,4096", "`list` of payload sizes in bytes; every message workload runs with each")
 	def := defaultLoad
 	def.Duration = 60 * time.Second // a cap, so that a slow peer cannot hold the run for ever

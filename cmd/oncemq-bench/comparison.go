@@ -42,7 +42,7 @@ func (c *comparison) runAll(ctx context.Context, rep *compareReport) {
 		}
 		wl, _ := findWorkload(wname)
 		for _, size := range c.f.Sizes {
-			load := c.f.Load
+			load := wl.params(c.f.Load)
 			load.Size = size
 			for _, b := range c.f.Brokers {
 				if ctx.Err() != nil {

@@ -81,6 +81,27 @@ func TestEndToEndQoS2(t *testing.T) {
 	}
 }
 
+// qos1-window20 keeps its 20 publishes in flight whatever --window says, from its one publisher.
+func TestEndToEndWindow20(t *testing.T) {
+	addr := startOncemqBinary(t).Addr
+	wl, err := findWorkload("qos1-window20")
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := defaultLoad
+	load.Count, load.Window, load.Drain, load.Settle = 300, 3, 20*time.Second, 100*time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	res, err := runWorkload(ctx, runConfig{Addr: addr, Workload: wl, Load: load})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Window != 20 || res.Publishers != 1 || res.QoS != 1 || res.Published != 300 || res.Lost != 0 || res.PublishErrors != 0 {
+		t.Errorf("window %d publishers %d QoS %d published %d lost %d errors %d, want 20, 1, 1, 300, 0, 0",
+			res.Window, res.Publishers, res.QoS, res.Published, res.Lost, res.PublishErrors)
+	}
+}
+
 func TestEndToEndConns(t *testing.T) {
 	b := startOncemqBinary(t, "--sync", "none")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -229,6 +229,7 @@ var targets = []target{
 	p99Target("oncemq-always", "mosquitto", "qos2-1to1"),
 	rateTarget("oncemq-none", "mosquitto", "qos2-1to1", 2),
 	rateTarget("oncemq-always", "mochi-bolt", "qos2-1to1", 30),
+	rateTarget("oncemq-always", "mosquitto", "qos1-window20", 0.5), // within 2x of mosquitto
 	{
 		what: "oncemq memory per idle persistent connection <= 6 KiB",
 		check: func(rep *compareReport) (bool, string, bool) {

@@ -215,7 +215,7 @@ const quietSpell = 2 * time.Second
 // counts. An error means the run could not be done (a client could not connect or subscribe);
 // losses and duplicates are in the Result.
 func runWorkload(ctx context.Context, cfg runConfig) (*Result, error) {
-	wl, load := cfg.Workload, cfg.Load
+	wl, load := cfg.Workload, cfg.Workload.params(cfg.Load)
 	res := &Result{
 		Workload: wl.Name, QoS: int(wl.QoS), Publishers: wl.Pubs, Subscribers: wl.Subs,
 		PayloadBytes: load.Size, Window: load.Window, TargetRate: load.Rate,

@@ -12,6 +12,11 @@ type workload struct {
 	Pubs int  // publishers, each on its own topic under the run's prefix
 	Subs int  // subscribers, each on PREFIX/#
 	QoS  byte // of the publishes and of the subscriptions
+	// Window, if not 0, is the publishers' in-flight window whatever --window says: a workload
+	// defined by its window.
+	Window int
+	// OnRequest keeps the workload out of compare's default --workloads.
+	OnRequest bool
 }
 
 // workloads are the named message tests. Each runs with every payload size compare is given.
@@ -20,6 +25,18 @@ var workloads = []workload{
 	{Name: "qos2-fanout", Pubs: 1, Subs: 50, QoS: 2},
 	{Name: "qos1-fanin", Pubs: 10, Subs: 1, QoS: 1},
 	{Name: "qos0-fanin", Pubs: 10, Subs: 1, QoS: 0},
+	// One publisher with 20 QoS 1 messages in flight, as `mosquitto_pub -l -q 1` (its -M default):
+	// throughput is then bound by how fast one acknowledgement follows its PUBLISH, a sync with
+	// --sync always, and not by how many messages share a sync.
+	{Name: "qos1-window20", Pubs: 1, Subs: 1, QoS: 1, Window: 20, OnRequest: true},
+}
+
+// params are the run's knobs with what the workload fixes.
+func (w workload) params(load loadParams) loadParams {
+	if w.Window > 0 {
+		load.Window = w.Window
+	}
+	return load
 }
 
 // connsWorkload is the name of the idle-connection test in compare's --workloads.
@@ -39,6 +56,17 @@ func workloadNames() string {
 	var names []string
 	for _, w := range workloads {
 		names = append(names, w.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// defaultWorkloadNames are compare's message workloads when --workloads is not given.
+func defaultWorkloadNames() string {
+	var names []string
+	for _, w := range workloads {
+		if !w.OnRequest {
+			names = append(names, w.Name)
+		}
 	}
 	return strings.Join(names, ", ")
 }
