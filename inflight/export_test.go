@@ -85,3 +85,6 @@ func (d *PowerDisk) WriteLoss(dataFile string, keep int) error {
 	_, err := st.writeFiles(dataFile, snapshot, keep)
 	return err
 }
+
+// LogBuffer collects a broker's log output, safe for concurrent writes (helpers_test.go).
+type LogBuffer = logBuffer

@@ -24,7 +24,6 @@ package inflight_test
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -186,7 +185,7 @@ func runPowerLoss(t *testing.T, p plPoint) (syncs int, written int64) {
 type plBroker struct {
 	dataFile string
 	disk     *inflight.PowerDisk
-	logs     *plLog
+	logs     *inflight.LogBuffer
 	srv      *mqtt.Server
 	addr     string
 }
@@ -194,12 +193,12 @@ type plBroker struct {
 // startPLBroker installs the disk of a broker in a new directory and, unless it is the second
 // one (started by start once the files of the loss are there), starts it.
 func startPLBroker(t *testing.T, name string, checkpointRecords int) *plBroker {
-	b := &plBroker{dataFile: filepath.Join(t.TempDir(), mqtt.DataFile), logs: &plLog{}}
+	b := &plBroker{dataFile: filepath.Join(t.TempDir(), mqtt.DataFile), logs: &inflight.LogBuffer{}}
 	b.disk = inflight.InstallPowerDisk(b.dataFile, checkpointRecords)
 	t.Cleanup(func() {
 		b.disk.Remove()
 		if t.Failed() {
-			t.Logf("%s broker's log:\n%s", name, b.logs.tail())
+			t.Logf("%s broker's log:\n%s", name, tail(b.logs))
 		}
 	})
 	if name == "first" {
@@ -718,22 +717,9 @@ func (c *plConn) close() {
 	})
 }
 
-// plLog is the first broker's log, shown when the test fails.
-type plLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *plLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *plLog) tail() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	s := l.buf.String()
+// tail is the end of a broker's log, shown when the test fails.
+func tail(l *inflight.LogBuffer) string {
+	s := l.String()
 	if len(s) > 8000 {
 		s = "...\n" + s[len(s)-8000:]
 	}
