@@ -30,10 +30,11 @@ type Options struct {
 	// from then on (ErrFailed wrapping ErrDiskFull or ErrIO). It runs on the committer goroutine
 	// before the failed batches' done callbacks: it must not block and must not call Close.
 	OnFail func(error)
-	// OnCommit, if set, is told of every commit the committer made: how many records it wrote and
-	// how long the log append took, its sync included. It runs on the committer goroutine,
-	// between the commit and the done callbacks, so it must be quick (a histogram's Observe).
-	OnCommit func(records int, took time.Duration)
+	// OnCommit, if set, is told of every commit the committer made: how many changes (records put
+	// or deleted) its one log record carried, and how long the log append took, its sync included.
+	// It runs on the committer goroutine, between the commit and the done callbacks, so it must be
+	// quick (a histogram's Observe).
+	OnCommit func(changes int, took time.Duration)
 	// MessageCache bounds the bytes of message bodies kept in memory after they were written or
 	// read (LoadMessage); 0 means DefaultMessageCache. Bodies of batches not yet committed are
 	// kept besides, whatever their size: the file does not have them yet.

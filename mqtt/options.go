@@ -129,11 +129,12 @@ type Options struct {
 	Authorizer Authorizer
 	// Events are called as clients come and go; every field may be nil.
 	Events Events
-	// OnCommit, if set, is told of every commit to the state file: how many records it wrote and how
-	// long the transaction took, its sync included (a metrics histogram). It runs on the one
-	// goroutine that commits, before the acknowledgements that wait for the commit are sent: it must
-	// be quick and must not call back into the Server.
-	OnCommit func(records int, took time.Duration)
+	// OnCommit, if set, is told of every commit: how many changes (records put or deleted) it made
+	// durable, all in one write-ahead log record, and how long the log append took, its fdatasync
+	// included (a metrics histogram). It runs on the one goroutine that commits, before the
+	// acknowledgements that wait for the commit are sent: it must be quick and must not call back
+	// into the Server.
+	OnCommit func(changes int, took time.Duration)
 }
 
 func (o *Options) setDefaults() {

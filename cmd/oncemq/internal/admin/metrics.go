@@ -26,12 +26,12 @@ func newMetrics(server func() *mqtt.Server) *metrics {
 		reg: prometheus.NewRegistry(),
 		commitRecords: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "oncemq_store_commit_records",
-			Help:    "Records written per store commit (group commit: one sync for all of them).",
+			Help:    "Changes (records put or deleted) made durable per store commit: one log record and one sync for all of them (group commit).",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 15), // 1 .. 16384
 		}),
 		commitLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "oncemq_store_commit_duration_seconds",
-			Help:    "Duration of a store commit, its fsync included; every QoS 1/2 acknowledgement waits for one.",
+			Help:    "Duration of a store commit (the log append, its fdatasync included); every QoS 1/2 acknowledgement waits for one.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16), // 100µs .. 3.3s
 		}),
 	}
@@ -42,8 +42,8 @@ func newMetrics(server func() *mqtt.Server) *metrics {
 
 // observeCommit feeds the histograms; it runs on the store's committer goroutine, so it is two
 // lock-free Observe calls.
-func (m *metrics) observeCommit(records int, took time.Duration) {
-	m.commitRecords.Observe(float64(records))
+func (m *metrics) observeCommit(changes int, took time.Duration) {
+	m.commitRecords.Observe(float64(changes))
 	m.commitLatency.Observe(took.Seconds())
 }
 
