@@ -98,10 +98,10 @@ func putMessage(e *encoder, o *op) error {
 }
 
 // A message without properties, the common case, is written straight into the record, byte for
-// byte what encodeMessage writes (its value: version, times, the PUBLISH as MQTT 5 encodes it), but
-// without the codec's per-property map lookups (half the cost of encoding a record in
-// BenchmarkLogRecordEncode) and the value's own buffer. encodeMessage stays the definition: every
-// other message goes through it.
+// byte what encodeMessageCodec writes (its value: version, times, the PUBLISH as MQTT 5 encodes
+// it), but without the codec's per-property map lookups (half the cost of encoding a record in
+// BenchmarkLogRecordEncode) and the value's own buffer. encodeMessageCodec stays the definition:
+// every other message goes through it.
 
 // plainMessageSize reports whether m can be written by appendPlainMessage, and its value's size.
 func plainMessageSize(m *Message) (int, bool) {

@@ -36,9 +36,9 @@ func BenchmarkLogRecordEncode(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(round)), "ns/batch")
 }
 
-// A message without properties is written into the log record byte for byte as encodeMessage
-// encodes its value, for every QoS, retain flag, and Remaining Length of one to three bytes; one
-// with any property is not taken by the fast path.
+// A message without properties is written into the log record, and into bbolt by encodeMessage,
+// byte for byte as the codec (encodeMessageCodec) encodes its value, for every QoS, retain flag,
+// and Remaining Length of one to three bytes; one with any property is not taken by the fast path.
 func TestPlainMessageMatchesEncodeMessage(t *testing.T) {
 	for _, qos := range []byte{0, 1, 2} {
 		for _, retain := range []bool{false, true} {
@@ -46,16 +46,19 @@ func TestPlainMessageMatchesEncodeMessage(t *testing.T) {
 				for _, topic := range []string{"t", "a/much/longer/topic/name/with/levels"} {
 					m := &Message{Seq: 7, Topic: topic, Payload: bytes.Repeat([]byte{0xa5}, size), QoS: qos,
 						Retain: retain, Created: 1764590000123456789, ExpiresAt: 1764590060000000000}
-					want, err := encodeMessage(m)
+					want, err := encodeMessageCodec(m)
 					if err != nil {
 						t.Fatal(err)
 					}
+					if v, err := encodeMessage(m); err != nil || !bytes.Equal(v, want) {
+						t.Fatalf("qos %d retain %v %d bytes topic %q: encodeMessage differs from the codec (%v)", qos, retain, size, topic, err)
+					}
 					n, ok := plainMessageSize(m)
 					if !ok || n != len(want) {
-						t.Fatalf("qos %d retain %v %d bytes: plainMessageSize = %d, %v; encodeMessage wrote %d", qos, retain, size, n, ok, len(want))
+						t.Fatalf("qos %d retain %v %d bytes: plainMessageSize = %d, %v; the codec wrote %d", qos, retain, size, n, ok, len(want))
 					}
 					if got := appendPlainMessage([]byte{0xee}, m); !bytes.Equal(got[1:], want) || got[0] != 0xee {
-						t.Fatalf("qos %d retain %v %d bytes topic %q: the fast path differs from encodeMessage", qos, retain, size, topic)
+						t.Fatalf("qos %d retain %v %d bytes topic %q: the fast path differs from the codec", qos, retain, size, topic)
 					}
 				}
 			}

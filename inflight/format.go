@@ -319,8 +319,21 @@ func decodeSubIDs(v []byte) ([]int, error) {
 // maxSubscriptionID is the largest Subscription Identifier, a variable byte integer (§3.8.2.1.2).
 const maxSubscriptionID = 268435455
 
-// encodeMessage encodes m as a message value. m.Seq is the key and not part of the value.
+// encodeMessage encodes m as a message value. m.Seq is the key and not part of the value. A
+// message without properties, the common case, takes appendPlainMessage (batchcodec.go), which
+// writes the same bytes without the codec's per-property work: checkpoints and the replay at
+// start-up encode every message they apply.
 func encodeMessage(m *Message) ([]byte, error) {
+	if n, ok := plainMessageSize(m); ok {
+		return appendPlainMessage(make([]byte, 0, n), m), nil
+	}
+	return encodeMessageCodec(m)
+}
+
+// encodeMessageCodec encodes m through the MQTT codec: the definition of a message value (its
+// version, creation and expiry times, then the PUBLISH as MQTT 5 encodes it with packet id 1),
+// which the fast path is checked against.
+func encodeMessageCodec(m *Message) ([]byte, error) {
 	pk := packets.Packet{
 		FixedHeader:     packets.FixedHeader{Type: packets.Publish, Qos: m.QoS, Retain: m.Retain},
 		TopicName:       m.Topic,
